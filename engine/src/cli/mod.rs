@@ -1,0 +1,314 @@
+//! The command line: parses flags into [`RunOptions`], calls the library,
+//! prints what comes back. Option precedence: flags > `WLOAD_*`
+//! environment variables > the test's own `options()`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::component::{Cache, FileKind, detect};
+use crate::demo::{HELLO_WASM, server::TargetServer};
+use crate::executor::parse_duration;
+use crate::http::ClientConfig;
+use crate::output::{export, summary};
+use crate::run::{self, RunOptions, TestSource};
+use crate::sandbox::{Sandbox, SandboxLimits};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wload",
+    version,
+    about = "HTTP load testing with tests written as WebAssembly components",
+    long_about = "HTTP load testing with tests written as WebAssembly components.\n\n\
+                  Write a test against the WIT world wload:test (Rust: the wload-sdk crate), build it \
+                  for wasm32-wasip2 and run it: `wload run test.wasm --vus 100 --duration 30s`.\n\
+                  Try `wload demo` for a complete load test against a built-in server."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a test (a .wasm component, or a .cwasm from `wload compile`).
+    Run {
+        /// The test file.
+        test: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Compile a test ahead of time into a .cwasm for this machine.
+    Compile {
+        /// The test component.
+        test: PathBuf,
+        /// Where to write the compiled test.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Run only the built-in target server on 127.0.0.1, to try tests
+    /// against: GET /, /bytes/N, /status/N, /delay/MS, POST /echo.
+    Serve {
+        /// Port to listen on.
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Stop after this long (default: until Ctrl-C).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+    },
+    /// Start a built-in target server on 127.0.0.1 and load it with the
+    /// bundled example test (10 VUs for 10s unless told otherwise).
+    Demo {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Port of the built-in server (0: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+}
+
+/// Flags shared by `run` and `demo`.
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// Number of VUs (concurrent virtual users).
+    #[arg(short = 'u', long, env = "WLOAD_VUS")]
+    vus: Option<u32>,
+    /// How long to run, e.g. 30s, 5m, 1h30m.
+    #[arg(short, long, env = "WLOAD_DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Total iterations, shared among the VUs (exact).
+    #[arg(short, long, env = "WLOAD_ITERATIONS")]
+    iterations: Option<u64>,
+    /// A variable for the test (`vu::env`), repeatable: -e BASE_URL=http://127.0.0.1:8080
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    env: Vec<(String, String)>,
+    /// A tag on every metric sample, repeatable: --tag team=payments
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    tags: Vec<(String, String)>,
+    /// Write the end-of-test summary as JSON (k6's --summary-export layout).
+    #[arg(long, value_name = "FILE")]
+    summary_export: Option<PathBuf>,
+    /// Do not print the end-of-test summary.
+    #[arg(long)]
+    no_summary: bool,
+    /// No progress output.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Memory limit of each VU's instance, e.g. 64MiB, 1GiB.
+    #[arg(long, default_value = "64MiB", value_parser = parse_size, env = "WLOAD_VU_MEMORY")]
+    vu_memory: u64,
+    /// Stop a guest that computes this long without waiting on HTTP or sleep.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    guest_timeout: Duration,
+    /// Default timeout of an HTTP request.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    http_timeout: Duration,
+    /// Compile the test every time instead of using the on-disk cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
+/// `64MiB`, `1GiB`, `512M`, `1048576`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?}: expected e.g. 64MiB or 1GiB"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in {s:?}: use KiB, MiB or GiB")),
+    };
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is too large"))?;
+    if bytes < (1 << 20) {
+        return Err(format!("size {s:?} is too small: at least 1MiB"));
+    }
+    Ok(bytes)
+}
+
+impl LoadArgs {
+    fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> RunOptions {
+        let mut env: HashMap<String, String> = extra_env.iter().cloned().collect();
+        env.extend(self.env.iter().cloned());
+        RunOptions {
+            test,
+            vus: self.vus,
+            duration: self.duration,
+            iterations: self.iterations,
+            env,
+            tags: self.tags.clone(),
+            limits: SandboxLimits {
+                memory: self.vu_memory,
+                guest_timeout: self.guest_timeout,
+            },
+            http: ClientConfig {
+                timeout: self.http_timeout,
+                ..ClientConfig::default()
+            },
+            cache: if self.no_cache {
+                Cache::disabled()
+            } else {
+                Cache::new(Cache::default_dir())
+            },
+            quiet: self.quiet,
+        }
+    }
+}
+
+/// Parse the command line and run it; returns the process exit code.
+pub async fn main() -> Result<u8> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { test, load } => {
+            let opts = load.options(TestSource::File(test), &[]);
+            run_and_report(opts, &load).await
+        }
+        Command::Demo { mut load, port } => {
+            let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+            if load.vus.is_none() && load.iterations.is_none() {
+                load.vus = Some(10);
+            }
+            if load.duration.is_none() && load.iterations.is_none() {
+                load.duration = Some(Duration::from_secs(10));
+            }
+            eprintln!(
+                "wload demo: target server listening on {}",
+                server.base_url()
+            );
+            let test = TestSource::Embedded {
+                name: "examples/rust/hello (bundled)".to_owned(),
+                bytes: HELLO_WASM,
+            };
+            let opts = load.options(test, &[("BASE_URL".to_owned(), server.base_url())]);
+            let code = run_and_report(opts, &load).await?;
+            eprintln!(
+                "wload demo: the target server saw {} requests on {} connections",
+                server.stats.requests(),
+                server.stats.connections()
+            );
+            Ok(code)
+        }
+        Command::Serve { port, duration } => {
+            let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+            eprintln!(
+                "wload serve: listening on {} (Ctrl-C to stop)",
+                server.base_url()
+            );
+            match duration {
+                Some(d) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                }
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+            eprintln!(
+                "wload serve: {} requests on {} connections (at most {} open at once)",
+                server.stats.requests(),
+                server.stats.connections(),
+                server.stats.max_open_connections()
+            );
+            Ok(0)
+        }
+        Command::Compile { test, output } => {
+            compile(&test, &output)?;
+            Ok(0)
+        }
+    }
+}
+
+async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
+    let quiet = opts.quiet;
+    let outcome = run::run(opts).await?;
+    if !load.no_summary {
+        let text = summary::render(&outcome.report);
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    if let Some(path) = &load.summary_export {
+        let json = export::to_json(&outcome.report);
+        let text = serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        if !quiet {
+            eprintln!("summary written to {}", path.display());
+        }
+    }
+    Ok(outcome.exit_code)
+}
+
+fn compile(test: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    let bytes = std::fs::read(test).with_context(|| format!("cannot read {}", test.display()))?;
+    if detect(&bytes) != FileKind::Component {
+        // Let the loader explain what the file is instead.
+        let probe = Sandbox::probe(SandboxLimits::default())?;
+        crate::component::CompiledTest::from_bytes(
+            &probe.engine,
+            test,
+            &bytes,
+            &Cache::disabled(),
+        )?;
+        bail!("{} is already compiled", test.display());
+    }
+    let probe = Sandbox::probe(SandboxLimits::default())?;
+    let compiled = crate::component::CompiledTest::from_bytes(
+        &probe.engine,
+        test,
+        &bytes,
+        &Cache::disabled(),
+    )?;
+    std::fs::write(output, compiled.cwasm.as_slice())
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    eprintln!(
+        "compiled {} ({} KiB) to {} ({} KiB)",
+        test.display(),
+        bytes.len() / 1024,
+        output.display(),
+        compiled.cwasm.len() / 1024
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_pairs_parse() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert!(parse_size("12").is_err());
+        assert!(parse_size("64XB").is_err());
+        assert_eq!(parse_key_value("A=b=c"), Ok(("A".into(), "b=c".into())));
+        assert!(parse_key_value("novalue").is_err());
+        assert!(parse_key_value("=x").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,177 @@
+//! Loading a test: recognising the file, compiling it once (cached on disk
+//! by content hash), checking that it is a test of the `wload:test` world,
+//! and reading what the pool must provide for one instance.
+//!
+//! Nothing here knows about HTTP; the world check uses the host linker
+//! only to ask whether every import is provided and every export exists.
+
+mod cache;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use wasmtime::component::Component;
+use wasmtime::{Engine, Precompiled};
+
+pub use cache::Cache;
+
+use crate::WasmtimeResult;
+use crate::host::{self, TestPre};
+use crate::sandbox::InstanceNeeds;
+
+/// The world every test must target.
+pub const WORLD: &str = "wload:test/test@0.1.0";
+
+/// What a file turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A WebAssembly component (what tests are).
+    Component,
+    /// A core WebAssembly module (not a component).
+    CoreModule,
+    /// A `.cwasm` from `wload compile`.
+    Precompiled,
+    /// Anything else.
+    NotWasm,
+}
+
+/// Recognise a file by its first bytes.
+pub fn detect(bytes: &[u8]) -> FileKind {
+    match bytes {
+        [0, b'a', b's', b'm', 1, 0, 0, 0, ..] => FileKind::CoreModule,
+        [0, b'a', b's', b'm', _, _, 1, 0, ..] => FileKind::Component,
+        _ if matches!(
+            Engine::detect_precompiled(bytes),
+            Some(Precompiled::Component)
+        ) =>
+        {
+            FileKind::Precompiled
+        }
+        _ => FileKind::NotWasm,
+    }
+}
+
+/// A compiled, checked test, ready to load into any engine configured
+/// like the one that compiled it.
+#[derive(Clone)]
+pub struct CompiledTest {
+    pub path: PathBuf,
+    /// Serialized compiled code.
+    pub cwasm: std::sync::Arc<Vec<u8>>,
+    pub needs: InstanceNeeds,
+}
+
+impl CompiledTest {
+    /// Read `path`, compile it with `engine` (or take the cached result)
+    /// and check it against the world.
+    pub fn load(engine: &Engine, path: &Path, cache: &Cache) -> Result<CompiledTest> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::from_bytes(engine, path, &bytes, cache)
+    }
+
+    pub fn from_bytes(
+        engine: &Engine,
+        path: &Path,
+        bytes: &[u8],
+        cache: &Cache,
+    ) -> Result<CompiledTest> {
+        let name = path.display();
+        let cwasm = match detect(bytes) {
+            FileKind::Component => cache.get_or_compile(engine, bytes)?,
+            FileKind::Precompiled => bytes.to_vec(),
+            FileKind::CoreModule => bail!(
+                "{name} is a core WebAssembly module, not a component; expected a component of the world \
+                 {WORLD}: build Rust tests with `cargo build --target wasm32-wasip2` (not wasm32-unknown-unknown or wasm32-wasip1)"
+            ),
+            FileKind::NotWasm => bail!(
+                "{name} is not a WebAssembly file; expected a component of the world {WORLD} \
+                 (a `.wasm` built for wasm32-wasip2) or a `.cwasm` from `wload compile`"
+            ),
+        };
+        let component = deserialize(engine, &cwasm).with_context(|| {
+            format!(
+                "{name} cannot be loaded (a .cwasm must come from this version of `wload compile`)"
+            )
+        })?;
+        check_world(engine, &component).with_context(|| format!("{name} is not a wload test"))?;
+        let needs = match component.resources_required() {
+            Some(r) => InstanceNeeds {
+                memories: r.num_memories,
+                tables: r.num_tables,
+                table_elements: usize::try_from(r.max_initial_table_size.unwrap_or(0))
+                    .unwrap_or(usize::MAX),
+            },
+            None => InstanceNeeds {
+                memories: 4,
+                tables: 4,
+                table_elements: 10_000,
+            },
+        };
+        Ok(CompiledTest {
+            path: path.to_owned(),
+            cwasm: std::sync::Arc::new(cwasm),
+            needs,
+        })
+    }
+
+    /// The component, for `engine` (which must share the compiling
+    /// engine's code settings, as the sandbox's engines do).
+    pub fn component(&self, engine: &Engine) -> Result<Component> {
+        deserialize(engine, &self.cwasm)
+    }
+
+    /// Pre-linked instance factory for `engine`.
+    pub fn instance_pre(&self, engine: &Engine) -> Result<TestPre<host::VuState>> {
+        let component = self.component(engine)?;
+        let linker = host::linker(engine)?;
+        let pre = linker.instantiate_pre(&component).anyhow()?;
+        TestPre::new(pre).anyhow()
+    }
+}
+
+fn deserialize(engine: &Engine, cwasm: &[u8]) -> Result<Component> {
+    // SAFETY: the bytes are either our own compiler's output (fresh or
+    // from our cache, both written by this version) or a `.cwasm` the user
+    // passed, which wasmtime checks for version and configuration before
+    // loading. A `.cwasm` is trusted code, as documented for `wload compile`.
+    unsafe { Component::deserialize(engine, cwasm) }.anyhow()
+}
+
+/// Check imports and exports against the world, with one-line errors.
+fn check_world(engine: &Engine, component: &Component) -> Result<()> {
+    let linker = host::linker(engine)?;
+    let pre = linker.instantiate_pre(component).map_err(|e| {
+        anyhow::anyhow!(
+            "it imports something wload does not provide ({}); expected a component of the world {WORLD} \
+             (imports: wload:test/http, checks, metrics, vu and WASI 0.2)",
+            one_line(&e.to_string())
+        )
+    })?;
+    TestPre::new(pre).map_err(|e| {
+        anyhow::anyhow!(
+            "its exports do not match the world {WORLD} ({}); a test exports options, setup, functions, \
+             iteration and teardown (the SDKs' export macros do this)",
+            one_line(&format!("{e:#}"))
+        )
+    })?;
+    Ok(())
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_recognised_by_their_header() {
+        assert_eq!(detect(b"\0asm\x01\0\0\0rest"), FileKind::CoreModule);
+        assert_eq!(detect(b"\0asm\x0d\0\x01\0rest"), FileKind::Component);
+        assert_eq!(detect(b"#!/bin/sh\n"), FileKind::NotWasm);
+        assert_eq!(detect(b""), FileKind::NotWasm);
+        assert_eq!(detect(b"\x7fELF\x02\x01\x01\0"), FileKind::NotWasm);
+    }
+}

@@ -1,0 +1,206 @@
+//! A small, fast HTTP/1.1 target server (hyper) with endpoints for load
+//! tests, and counters of what it saw.
+//!
+//! - `GET /`: `hello` (5 bytes)
+//! - `GET /bytes/N`: N deterministic bytes, with their SHA-256 in
+//!   `x-sha256` so a client can check the body arrived intact
+//! - `POST /echo`: the request body back, same content type
+//! - `GET /status/N`: an empty response with status N
+//! - `GET /delay/MS`: `hello` after MS milliseconds
+//! - anything else: 404
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// What the server saw.
+#[derive(Debug, Default)]
+pub struct ServerStats {
+    pub requests: AtomicU64,
+    pub connections: AtomicU64,
+    pub open_connections: AtomicU64,
+    pub max_open_connections: AtomicU64,
+}
+
+impl ServerStats {
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+    pub fn max_open_connections(&self) -> u64 {
+        self.max_open_connections.load(Ordering::Relaxed)
+    }
+}
+
+/// A running server; stops when dropped.
+pub struct TargetServer {
+    pub addr: SocketAddr,
+    pub stats: Arc<ServerStats>,
+    stop: watch::Sender<bool>,
+}
+
+impl TargetServer {
+    /// Listen on `addr` (use port 0 for any free port) on the current
+    /// tokio runtime.
+    pub async fn start(addr: SocketAddr) -> Result<TargetServer> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let addr = listener.local_addr()?;
+        let stats = Arc::new(ServerStats::default());
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(accept_loop(listener, stats.clone(), stopped));
+        Ok(TargetServer { addr, stats, stop })
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for TargetServer {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    stats: Arc<ServerStats>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped.wait_for(|s| *s) => return,
+        };
+        let Ok((stream, _)) = accepted else {
+            // Out of file descriptors or similar: back off briefly.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        stats.connections.fetch_add(1, Ordering::Relaxed);
+        let open = stats.open_connections.fetch_add(1, Ordering::Relaxed) + 1;
+        stats
+            .max_open_connections
+            .fetch_max(open, Ordering::Relaxed);
+        let (stats, mut stopped) = (stats.clone(), stopped.clone());
+        tokio::spawn(async move {
+            let svc_stats = stats.clone();
+            let service = service_fn(move |req| handle(req, svc_stats.clone()));
+            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stopped.wait_for(|s| *s) => {}
+            }
+            stats.open_connections.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// The deterministic body of `/bytes/N`.
+pub fn pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(31).wrapping_add(7) % 251) as u8)
+        .collect()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Largest body `/bytes/N` serves.
+const MAX_BYTES: usize = 64 << 20;
+
+async fn handle(
+    req: Request<Incoming>,
+    stats: Arc<ServerStats>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    stats.requests.fetch_add(1, Ordering::Relaxed);
+    let path = req.uri().path().to_owned();
+    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let resp = match (parts.next().unwrap_or(""), parts.next()) {
+        ("", None) => text(StatusCode::OK, "hello"),
+        ("bytes", Some(n)) => match n.parse::<usize>() {
+            Ok(n) if n <= MAX_BYTES => {
+                let body = pattern(n);
+                let sum = sha256_hex(&body);
+                let mut r = Response::new(Full::new(Bytes::from(body)));
+                r.headers_mut().insert(
+                    "content-type",
+                    http::HeaderValue::from_static("application/octet-stream"),
+                );
+                if let Ok(v) = http::HeaderValue::from_str(&sum) {
+                    r.headers_mut().insert("x-sha256", v);
+                }
+                r
+            }
+            _ => text(
+                StatusCode::BAD_REQUEST,
+                "size must be a number up to 64 MiB",
+            ),
+        },
+        ("echo", None) => {
+            let content_type = req.headers().get("content-type").cloned();
+            let body = match req.into_body().collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(_) => Bytes::new(),
+            };
+            let mut r = Response::new(Full::new(body));
+            if let Some(ct) = content_type {
+                r.headers_mut().insert("content-type", ct);
+            }
+            r
+        }
+        ("status", Some(code)) => match code
+            .parse::<u16>()
+            .ok()
+            .and_then(|c| StatusCode::from_u16(c).ok())
+        {
+            Some(status) => {
+                let mut r = Response::new(Full::new(Bytes::new()));
+                *r.status_mut() = status;
+                r
+            }
+            None => text(StatusCode::BAD_REQUEST, "status must be 100-999"),
+        },
+        ("delay", Some(ms)) => match ms.parse::<u64>() {
+            Ok(ms) => {
+                tokio::time::sleep(Duration::from_millis(ms.min(600_000))).await;
+                text(StatusCode::OK, "hello")
+            }
+            Err(_) => text(StatusCode::BAD_REQUEST, "delay must be milliseconds"),
+        },
+        _ => text(StatusCode::NOT_FOUND, "not found"),
+    };
+    Ok(resp)
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert("content-type", http::HeaderValue::from_static("text/plain"));
+    r
+}

@@ -1,0 +1,188 @@
+//! One virtual user: a store, an instance of the test, and the loop body
+//! that runs one iteration and records it.
+//!
+//! A trap (panic, memory limit, guest timeout) fails the iteration and
+//! poisons the instance; the VU then continues with a fresh instance from
+//! the same `InstancePre`, keeping its id, iteration count and
+//! connections.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use wasmtime::Store;
+
+use super::Failures;
+use crate::WasmtimeResult;
+use crate::host::{self, RunShared, Stopped, Test, TestPre, VuState};
+use crate::metrics::{Builtin, TagSet, Tags};
+use crate::sandbox::Sandbox;
+
+/// How an iteration ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Completed,
+    /// Returned an error or trapped; counted in `iterations_failed`.
+    Failed(String),
+    /// Stopped by the engine at the end of the run; not counted.
+    Interrupted,
+}
+
+pub struct Vu {
+    pub id: u32,
+    store: Store<VuState>,
+    test: Test,
+    pre: Arc<TestPre<VuState>>,
+    sandbox: Sandbox,
+    exec: String,
+    /// Tags of the iteration metrics.
+    tags: Tags,
+}
+
+impl Vu {
+    /// Instantiate the VU `id` of `scenario`.
+    pub async fn new(
+        id: u32,
+        scenario: &str,
+        exec: &str,
+        pre: Arc<TestPre<VuState>>,
+        sandbox: Sandbox,
+        shared: Arc<RunShared>,
+    ) -> Result<Vu> {
+        let state = VuState::new(shared, &sandbox, id, scenario);
+        let tags = state.base_tags.clone();
+        let mut store = host::new_store(&sandbox.engine, state);
+        let test = pre
+            .instantiate_async(&mut store)
+            .await
+            .anyhow()
+            .with_context(|| format!("cannot start VU {id}"))?;
+        Ok(Vu {
+            id,
+            store,
+            test,
+            pre,
+            sandbox,
+            exec: exec.to_owned(),
+            tags,
+        })
+    }
+
+    /// Run one iteration and record `iterations` and `iteration_duration`.
+    pub async fn iterate(&mut self, failures: &Failures) -> Outcome {
+        let started = Instant::now();
+        self.store.data_mut().running_since = started;
+        let result = self.test.call_iteration(&mut self.store, &self.exec).await;
+        let elapsed = started.elapsed();
+        let outcome = match result {
+            Ok(Ok(())) => Outcome::Completed,
+            Ok(Err(message)) => Outcome::Failed(message),
+            Err(trap) => {
+                let outcome = explain_trap(self.store.data_mut(), &trap);
+                if let Err(e) = self.renew().await {
+                    // Keep the old (poisoned) instance; the next iteration
+                    // fails fast and reports the same.
+                    failures.report(self.id, &format!("{e:#}"));
+                }
+                outcome
+            }
+        };
+        let state = self.store.data_mut();
+        state.iteration += 1;
+        let rec = &state.shared.recorder;
+        match &outcome {
+            Outcome::Interrupted => {}
+            Outcome::Completed => record_iteration(rec, &self.tags, elapsed, false),
+            Outcome::Failed(message) => {
+                record_iteration(rec, &self.tags, elapsed, true);
+                failures.report(self.id, message);
+            }
+        }
+        outcome
+    }
+
+    /// Replace a trapped instance with a fresh one, keeping the VU's
+    /// identity, iteration count and connections.
+    async fn renew(&mut self) -> Result<()> {
+        let old = self.store.data_mut();
+        let mut state = VuState::new(old.shared.clone(), &self.sandbox, self.id, &old.scenario);
+        state.iteration = old.iteration;
+        state.conns = std::mem::take(&mut old.conns);
+        // Free the old instance's pool slot before taking a new one.
+        let placeholder = host::new_store(
+            &self.sandbox.engine,
+            VuState::new(
+                state.shared.clone(),
+                &self.sandbox,
+                self.id,
+                &state.scenario,
+            ),
+        );
+        drop(std::mem::replace(&mut self.store, placeholder));
+        self.store = host::new_store(&self.sandbox.engine, state);
+        self.test = self
+            .pre
+            .instantiate_async(&mut self.store)
+            .await
+            .anyhow()
+            .with_context(|| format!("cannot restart VU {} after a trap", self.id))?;
+        Ok(())
+    }
+
+    /// Open connections this VU keeps.
+    pub fn connections(&self) -> usize {
+        self.store.data().conns.len()
+    }
+}
+
+/// Turn a trap into a message a test author can act on, using what the
+/// engine knows about why the guest stopped.
+pub fn explain_trap(state: &mut VuState, trap: &wasmtime::Error) -> Outcome {
+    match state.stopped.take() {
+        Some(Stopped::HardStop) => return Outcome::Interrupted,
+        Some(Stopped::GuestTimeout(limit)) => {
+            return Outcome::Failed(format!(
+                "the guest ran for {}s without waiting on HTTP or sleep and was stopped \
+                 (an endless loop?); raise --guest-timeout if the test really computes this long",
+                limit.as_secs_f64()
+            ));
+        }
+        None => {}
+    }
+    if state.limiter.hit {
+        return Outcome::Failed(format!(
+            "the VU ran out of memory: its instance reached the --vu-memory limit of {} MiB",
+            state.limiter.limit >> 20
+        ));
+    }
+    if let Some(panic) = state.panic_message.take() {
+        // Rust's panic messages put the location on a line of its own.
+        let one_line = panic.split_whitespace().collect::<Vec<_>>().join(" ");
+        return Outcome::Failed(format!("panic: {one_line}"));
+    }
+    // The first line names the trap; the rest is a wasm backtrace.
+    let text = format!("{trap:#}");
+    let first = text.lines().next().unwrap_or("trap").to_owned();
+    Outcome::Failed(format!("the guest trapped: {first}"))
+}
+
+fn record_iteration(
+    rec: &crate::metrics::Recorder,
+    tags: &Tags,
+    elapsed: std::time::Duration,
+    failed: bool,
+) {
+    rec.record(tags, &[(Builtin::Iterations.id(), 1.0)]);
+    rec.record_nanos(
+        tags,
+        &[(Builtin::IterationDuration.id(), elapsed.as_nanos() as u64)],
+    );
+    if failed {
+        rec.record(tags, &[(Builtin::IterationsFailed.id(), 1.0)]);
+    }
+}
+
+/// Tags for engine-level gauges (`vus`, `vus_max`): none, as in k6.
+pub fn untagged() -> Tags {
+    Arc::new(TagSet::empty())
+}

@@ -1,0 +1,45 @@
+//! `wload:test/metrics`: custom metrics defined in the run's registry and
+//! recorded like built-in ones.
+
+use std::sync::Arc;
+
+use super::VuState;
+use super::wload::test::metrics::{Host, MetricKind as WitKind};
+use crate::metrics::MetricKind;
+
+impl Host for VuState {
+    fn define(
+        &mut self,
+        name: String,
+        kind: WitKind,
+        is_time: bool,
+    ) -> wasmtime::Result<Result<u32, String>> {
+        let kind = match kind {
+            WitKind::Counter => MetricKind::Counter,
+            WitKind::Gauge => MetricKind::Gauge,
+            WitKind::Rate => MetricKind::Rate,
+            WitKind::Trend => MetricKind::Trend,
+        };
+        Ok(self.shared.recorder.registry().define(&name, kind, is_time))
+    }
+
+    fn add(
+        &mut self,
+        metric: u32,
+        value: f64,
+        tags: Vec<(String, String)>,
+    ) -> wasmtime::Result<()> {
+        if self.shared.recorder.registry().kind(metric).is_none() {
+            return Err(wasmtime::Error::msg(format!(
+                "metrics.add: {metric} is not a metric id returned by metrics.define"
+            )));
+        }
+        let set = if tags.is_empty() {
+            self.base_tags.clone()
+        } else {
+            Arc::new(self.base_tags.with(tags))
+        };
+        self.shared.recorder.record(&set, &[(metric, value)]);
+        Ok(())
+    }
+}

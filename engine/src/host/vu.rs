@@ -1,0 +1,51 @@
+//! `wload:test/vu`: the VU's identity, `-e` variables, setup data, sleep
+//! and log.
+
+use std::time::Duration;
+
+use super::VuState;
+use super::wload::test::vu::{Host, LogLevel};
+
+impl Host for VuState {
+    fn id(&mut self) -> wasmtime::Result<u32> {
+        Ok(self.vu_id)
+    }
+
+    fn iteration(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.iteration)
+    }
+
+    fn scenario(&mut self) -> wasmtime::Result<String> {
+        Ok(self.scenario.to_string())
+    }
+
+    async fn sleep(&mut self, duration: u64) -> wasmtime::Result<()> {
+        tokio::time::sleep(Duration::from_nanos(duration)).await;
+        self.resume_guest();
+        Ok(())
+    }
+
+    fn env(&mut self, key: String) -> wasmtime::Result<Option<String>> {
+        Ok(self.shared.env.get(&key).cloned())
+    }
+
+    fn setup_data(&mut self) -> wasmtime::Result<Option<String>> {
+        Ok(self.shared.setup_data.get().cloned().flatten())
+    }
+
+    fn log(&mut self, level: LogLevel, message: String) -> wasmtime::Result<()> {
+        let level = match level {
+            LogLevel::Debug => "DEBUG",
+            LogLevel::Info => "INFO",
+            LogLevel::Warn => "WARN",
+            LogLevel::Error => "ERROR",
+        };
+        eprintln!("{level} [vu {}] {message}", self.vu_id);
+        Ok(())
+    }
+
+    fn report_panic(&mut self, message: String) -> wasmtime::Result<()> {
+        self.panic_message = Some(message);
+        Ok(())
+    }
+}

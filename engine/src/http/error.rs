@@ -1,0 +1,89 @@
+//! Network errors with k6's error codes, so that dashboards and scripts
+//! written for k6's `error_code` tag read ours.
+
+use std::fmt;
+
+/// k6-compatible error codes (<https://grafana.com/docs/k6/latest/javascript-api/error-codes/>).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ErrorCode {
+    Generic = 1000,
+    InvalidUrl = 1020,
+    RequestTimeout = 1050,
+    Dns = 1100,
+    NoIpFound = 1101,
+    Tcp = 1200,
+    BrokenPipe = 1201,
+    Dial = 1210,
+    DialTimeout = 1211,
+    ConnectionRefused = 1212,
+    ConnectionReset = 1220,
+    Tls = 1300,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl HttpError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> HttpError {
+        HttpError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Classify an error from connecting.
+    pub fn from_connect(err: &std::io::Error, addr: &str) -> HttpError {
+        use std::io::ErrorKind::*;
+        let code = match err.kind() {
+            ConnectionRefused => ErrorCode::ConnectionRefused,
+            TimedOut => ErrorCode::DialTimeout,
+            ConnectionReset => ErrorCode::ConnectionReset,
+            _ => ErrorCode::Dial,
+        };
+        HttpError::new(code, format!("dial tcp {addr}: {err}"))
+    }
+
+    /// Classify an error from hyper while sending or receiving.
+    pub fn from_hyper(err: &hyper::Error) -> HttpError {
+        if let Some(io) = find_io_error(err) {
+            use std::io::ErrorKind::*;
+            let code = match io.kind() {
+                ConnectionReset | ConnectionAborted => ErrorCode::ConnectionReset,
+                BrokenPipe => ErrorCode::BrokenPipe,
+                _ => ErrorCode::Tcp,
+            };
+            return HttpError::new(code, format!("{err}: {io}"));
+        }
+        if err.is_incomplete_message() || err.is_canceled() || err.is_closed() {
+            // The peer closed the connection before the response was whole.
+            return HttpError::new(ErrorCode::ConnectionReset, err.to_string());
+        }
+        if err.is_parse() || err.is_parse_status() {
+            return HttpError::new(ErrorCode::Generic, format!("malformed response: {err}"));
+        }
+        HttpError::new(ErrorCode::Generic, err.to_string())
+    }
+}
+
+fn find_io_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        cur = e.source();
+    }
+    None
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HttpError {}

@@ -1,0 +1,80 @@
+//! The instrumented HTTP client every VU shares.
+//!
+//! hyper 1 HTTP/1.1 over tokio. Each VU owns its keep-alive connections
+//! ([`VuConnections`]), so N VUs open about N connections to a host, as in
+//! k6. Each connection's socket is wrapped in a [`conn::MeteredIo`] that
+//! timestamps the last byte written and the first byte read, which is how
+//! `sending`, `waiting` and `receiving` are measured at the socket rather
+//! than around hyper's futures. Bodies land in pooled buffers
+//! ([`pool::BodyPool`]) or are counted and dropped in discard mode.
+//!
+//! Nothing here knows about wasm: the `host` module turns guest requests
+//! into [`RequestSpec`]s and hands [`HttpResponse`]s back as resources.
+
+mod client;
+mod conn;
+mod error;
+mod pool;
+mod record;
+
+pub use client::{Client, ClientConfig, RequestSpec, VuConnections};
+pub use error::{ErrorCode, HttpError};
+pub use pool::{BodyPool, PooledBuf};
+pub use record::record_request;
+
+use http::HeaderMap;
+
+/// Per-phase timings in nanoseconds (see `wit/test.wit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    pub blocked: u64,
+    pub connecting: u64,
+    pub tls_handshaking: u64,
+    pub sending: u64,
+    pub waiting: u64,
+    pub receiving: u64,
+    pub duration: u64,
+}
+
+/// What to do with a response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BodyMode {
+    #[default]
+    Keep,
+    Discard,
+}
+
+/// One finished request: a response, or the error that replaced it.
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// 0 when no response arrived.
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub timings: Timings,
+    pub error: Option<HttpError>,
+    /// The body, unless discarded or failed.
+    pub body: Option<PooledBuf>,
+    /// Body length, counted in both modes.
+    pub body_len: u64,
+    pub url: String,
+    pub method: String,
+    /// Bytes written to / read from the socket for this request.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+impl HttpResponse {
+    /// The k6 error code: the network error's, else 1000 + status for
+    /// 4xx/5xx, else 0.
+    pub fn error_code(&self) -> u32 {
+        match &self.error {
+            Some(e) => e.code as u32,
+            None if self.status >= 400 => 1000 + u32::from(self.status),
+            None => 0,
+        }
+    }
+
+    pub fn body_bytes(&self) -> &[u8] {
+        self.body.as_ref().map(|b| b.as_slice()).unwrap_or_default()
+    }
+}

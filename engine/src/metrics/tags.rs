@@ -1,0 +1,118 @@
+//! Tag sets: the `key=value` pairs that split a metric into series.
+//!
+//! A tag set is built once per sample batch (one per HTTP request), sorted
+//! by key, and carries its hash so that the per-thread series maps hash it
+//! in O(1).
+
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::Arc;
+
+/// A shared, immutable tag set.
+pub type Tags = Arc<TagSet>;
+
+#[derive(Debug, Clone, Eq)]
+pub struct TagSet {
+    pairs: Vec<(Arc<str>, Arc<str>)>,
+    hash: u64,
+}
+
+impl TagSet {
+    /// Build from pairs; a later pair with the same key replaces an
+    /// earlier one.
+    pub fn new<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> TagSet
+    where
+        K: Into<Arc<str>>,
+        V: Into<Arc<str>>,
+    {
+        let mut out: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+        for (k, v) in pairs {
+            let (k, v) = (k.into(), v.into());
+            match out.iter_mut().find(|(ek, _)| *ek == k) {
+                Some(slot) => slot.1 = v,
+                None => out.push((k, v)),
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        let hash = FIXED_STATE.hash_one(&out);
+        TagSet { pairs: out, hash }
+    }
+
+    pub fn empty() -> TagSet {
+        TagSet::new(std::iter::empty::<(&str, &str)>())
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|(k, v)| (&**k, &**v))
+    }
+
+    pub fn pairs(&self) -> &[(Arc<str>, Arc<str>)] {
+        &self.pairs
+    }
+
+    /// This set with `extra` pairs added (overriding equal keys).
+    pub fn with<K, V>(&self, extra: impl IntoIterator<Item = (K, V)>) -> TagSet
+    where
+        K: Into<Arc<str>>,
+        V: Into<Arc<str>>,
+    {
+        TagSet::new(
+            self.pairs
+                .iter()
+                .cloned()
+                .chain(extra.into_iter().map(|(k, v)| (k.into(), v.into()))),
+        )
+    }
+}
+
+/// A fixed hasher state: the cached hash must be the same for equal sets
+/// built anywhere in the process.
+static FIXED_STATE: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher> =
+    std::hash::BuildHasherDefault::new();
+
+impl PartialEq for TagSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.pairs == other.pairs
+    }
+}
+
+impl Hash for TagSet {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl std::fmt::Display for TagSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{")?;
+        for (i, (k, v)) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{k}:{v}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_does_not_matter_and_later_keys_win() {
+        let a = TagSet::new([("b", "2"), ("a", "1")]);
+        let b = TagSet::new([("a", "0"), ("b", "2"), ("a", "1")]);
+        assert_eq!(a, b);
+        assert_eq!(a.get("a"), Some("1"));
+        assert_eq!(a.to_string(), "{a:1, b:2}");
+        assert_ne!(a, a.with([("c", "3")]));
+        assert_eq!(a.with([("a", "9")]).get("a"), Some("9"));
+    }
+}

@@ -1,0 +1,78 @@
+//! `--summary-export FILE`: the JSON layout of k6's `--summary-export`, so
+//! that tooling reading k6's file reads ours: `root_group` with the checks,
+//! and `metrics.<name>` with count/rate (counters), value/min/max (gauges),
+//! passes/fails/value (rates) or avg/min/med/max/p(N) (trends, in ms).
+
+use md5::{Digest, Md5};
+use serde_json::{Map, Value, json};
+
+use super::{Report, TREND_STATS, trend_stat};
+use crate::metrics::Sink;
+
+/// k6 identifies groups and checks by the MD5 of their path.
+fn id(path: &str) -> String {
+    Md5::digest(path.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Build the export document.
+pub fn to_json(report: &Report) -> Value {
+    let checks: Vec<Value> = report
+        .checks()
+        .into_iter()
+        .map(|c| {
+            let path = format!("::{}", c.name);
+            json!({
+                "name": c.name,
+                "path": path,
+                "id": id(&path),
+                "passes": c.passes,
+                "fails": c.fails,
+            })
+        })
+        .collect();
+
+    let mut metrics = Map::new();
+    for (def, sink) in report.recorded() {
+        let value = match &sink {
+            Sink::Counter { sum, .. } => json!({
+                "count": sum,
+                "rate": report.per_second(*sum),
+            }),
+            Sink::Gauge { last, min, max, .. } => json!({
+                "value": last,
+                "min": min,
+                "max": max,
+            }),
+            Sink::Rate { trues, total } => json!({
+                "passes": trues,
+                "fails": total - trues,
+                "value": if *total == 0 { 0.0 } else { *trues as f64 / *total as f64 },
+            }),
+            Sink::Trend(t) => {
+                let mut m = Map::new();
+                for stat in TREND_STATS {
+                    m.insert(stat.to_owned(), json!(trend_stat(t, stat)));
+                }
+                Value::Object(m)
+            }
+        };
+        metrics.insert(def.name.clone(), value);
+    }
+
+    json!({
+        "root_group": {
+            "name": "",
+            "path": "",
+            "id": id(""),
+            "groups": [],
+            "checks": checks,
+        },
+        "metrics": metrics,
+        "state": {
+            "testRunDurationMs": report.elapsed.as_secs_f64() * 1000.0,
+        },
+    })
+}

@@ -1,0 +1,93 @@
+//! Output: the end-of-test summary in the terminal and the JSON export
+//! (`--summary-export`), both built from a [`Report`]: the merged metrics
+//! of a run and what the run knows about itself.
+
+pub mod export;
+pub mod format;
+pub mod progress;
+pub mod summary;
+
+use std::time::Duration;
+
+use crate::metrics::{Builtin, MetricDef, Sink, Snapshot};
+
+/// Everything the outputs need about a finished run.
+pub struct Report {
+    pub snapshot: Snapshot,
+    pub metrics: Vec<MetricDef>,
+    /// Wall time of the run (VUs running), for per-second rates.
+    pub elapsed: Duration,
+    /// Failed iterations by message, and how many had messages not kept.
+    pub failures: (Vec<(String, u64)>, u64),
+    /// Iterations stopped by the end of the run.
+    pub interrupted: u64,
+}
+
+/// One check's totals.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckTotals {
+    pub name: String,
+    pub passes: u64,
+    pub fails: u64,
+}
+
+impl Report {
+    /// Per-check totals, in name order.
+    pub fn checks(&self) -> Vec<CheckTotals> {
+        let mut by_name: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        for (tags, sink) in self.snapshot.series_of(Builtin::Checks.id()) {
+            let Some(name) = tags.get("check") else {
+                continue;
+            };
+            if let Sink::Rate { trues, total } = sink {
+                let e = by_name.entry(name.to_owned()).or_default();
+                e.0 += trues;
+                e.1 += total - trues;
+            }
+        }
+        by_name
+            .into_iter()
+            .map(|(name, (passes, fails))| CheckTotals {
+                name,
+                passes,
+                fails,
+            })
+            .collect()
+    }
+
+    /// Metrics that have samples, with their merged sink.
+    pub fn recorded(&self) -> Vec<(&MetricDef, Sink)> {
+        self.metrics
+            .iter()
+            .enumerate()
+            .filter_map(|(id, def)| {
+                let sink = self.snapshot.metric(id as u32)?;
+                (sink.samples() > 0).then_some((def, sink))
+            })
+            .collect()
+    }
+
+    pub fn per_second(&self, value: f64) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 { value / secs } else { 0.0 }
+    }
+}
+
+/// The trend statistics shown and exported, in order.
+pub const TREND_STATS: [&str; 7] = ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"];
+
+/// A trend statistic by name.
+pub fn trend_stat(t: &crate::metrics::TrendSink, stat: &str) -> f64 {
+    match stat {
+        "avg" => t.avg(),
+        "min" => t.min(),
+        "med" => t.median(),
+        "max" => t.max(),
+        p => p
+            .strip_prefix("p(")
+            .and_then(|s| s.strip_suffix(')'))
+            .and_then(|s| s.parse::<f64>().ok())
+            .map(|q| t.percentile(q))
+            .unwrap_or(0.0),
+    }
+}

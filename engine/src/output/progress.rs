@@ -1,0 +1,83 @@
+//! Live progress while the run goes: one line updated in place on a
+//! terminal, a plain line every ten seconds otherwise (CI logs). It also
+//! samples the `vus` gauge each second, as k6 does.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::executor::RunControl;
+use crate::executor::vu::untagged;
+use crate::metrics::{Builtin, Recorder};
+
+use super::format::duration_short;
+
+/// Runs until aborted.
+pub async fn run(
+    ctl: Arc<RunControl>,
+    rec: Arc<Recorder>,
+    total: Duration,
+    max_vus: u32,
+    quiet: bool,
+) {
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let tags = untagged();
+    let mut n = 0u64;
+    loop {
+        tick.tick().await;
+        let p = &ctl.progress;
+        let active = p.active_vus.load(Ordering::Relaxed);
+        rec.record(&tags, &[(Builtin::Vus.id(), f64::from(active))]);
+        n += 1;
+        if quiet || (!tty && !n.is_multiple_of(10)) {
+            continue;
+        }
+        let line = format!(
+            "running ({}/{}), {active}/{max_vus} VUs, {} complete and {} interrupted iterations{}",
+            clock(started.elapsed()),
+            clock(total),
+            p.completed.load(Ordering::Relaxed) + p.failed.load(Ordering::Relaxed),
+            p.interrupted.load(Ordering::Relaxed),
+            if ctl.stopping() { " (stopping)" } else { "" },
+        );
+        let mut err = std::io::stderr().lock();
+        if tty {
+            let _ = write!(err, "\r\x1b[2K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+    }
+}
+
+/// Clear the in-place line before the summary prints.
+pub fn finish(quiet: bool) {
+    if !quiet && std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+}
+
+/// `0m05.1s`, k6's progress clock.
+fn clock(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    let m = (s / 60.0).floor();
+    format!("{m}m{:04.1}s", s - m * 60.0)
+}
+
+/// The header printed before the run starts.
+pub fn header(
+    test: &str,
+    scenario: &str,
+    max_vus: u32,
+    max_total: Duration,
+    description: &str,
+) -> String {
+    format!(
+        "\n  execution: local\n     script: {test}\n\n  scenarios: (100.00%) 1 scenario, {max_vus} max VUs, {} max duration (incl. graceful stop):\n           * {scenario}: {description}\n",
+        duration_short(max_total)
+    )
+}

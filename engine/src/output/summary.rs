@@ -1,0 +1,171 @@
+//! The end-of-test summary for the terminal, in k6's layout: checks first,
+//! then custom, HTTP, execution and network metrics, with dotted name
+//! columns.
+
+use std::fmt::Write;
+
+use super::format::{bytes, millis, number};
+use super::{Report, TREND_STATS, trend_stat};
+use crate::metrics::{MetricDef, Sink, ValueKind};
+
+/// Which metrics a section shows.
+type Belongs = fn(&MetricDef) -> bool;
+
+/// Sections of the summary, in order.
+const SECTIONS: [(&str, Belongs); 4] = [
+    ("CUSTOM", |d| !d.builtin),
+    ("HTTP", |d| d.builtin && d.name.starts_with("http_")),
+    ("EXECUTION", |d| {
+        d.builtin && (d.name.starts_with("iteration") || d.name.starts_with("vus"))
+    }),
+    ("NETWORK", |d| d.builtin && d.name.starts_with("data_")),
+];
+
+/// Render the summary.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let recorded = report.recorded();
+    let width = recorded
+        .iter()
+        .map(|(d, _)| d.name.len())
+        .chain(["checks_succeeded".len()])
+        .max()
+        .unwrap_or(20)
+        + 6;
+
+    let _ = writeln!(out, "\n  █ TOTAL RESULTS\n");
+
+    let checks = report.checks();
+    if !checks.is_empty() {
+        let passes: u64 = checks.iter().map(|c| c.passes).sum();
+        let fails: u64 = checks.iter().map(|c| c.fails).sum();
+        let total = passes + fails;
+        let pct = |n: u64| {
+            if total == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / total as f64
+            }
+        };
+        line(
+            &mut out,
+            width,
+            "checks_total",
+            &format!(
+                "{total:<7} {}/s",
+                number(report.per_second(total as f64), 2)
+            ),
+        );
+        line(
+            &mut out,
+            width,
+            "checks_succeeded",
+            &format!(
+                "{:<7} {passes} out of {total}",
+                format!("{:.2}%", pct(passes))
+            ),
+        );
+        line(
+            &mut out,
+            width,
+            "checks_failed",
+            &format!(
+                "{:<7} {fails} out of {total}",
+                format!("{:.2}%", pct(fails))
+            ),
+        );
+        out.push('\n');
+        for c in &checks {
+            if c.fails == 0 {
+                let _ = writeln!(out, "    ✓ {}", c.name);
+            } else {
+                let n = c.passes + c.fails;
+                let _ = writeln!(out, "    ✗ {}", c.name);
+                let _ = writeln!(
+                    out,
+                    "      ↳  {}% — ✓ {} / ✗ {}",
+                    number(c.passes as f64 * 100.0 / n as f64, 2),
+                    c.passes,
+                    c.fails
+                );
+            }
+        }
+        out.push('\n');
+    }
+
+    for (title, belongs) in SECTIONS {
+        let rows: Vec<_> = recorded
+            .iter()
+            .filter(|(d, _)| belongs(d) && d.name != "checks")
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "    {title}");
+        for (def, sink) in rows {
+            line(&mut out, width, &def.name, &value(report, def, sink));
+        }
+        out.push('\n');
+    }
+
+    let (failures, other) = &report.failures;
+    if !failures.is_empty() || *other > 0 || report.interrupted > 0 {
+        let _ = writeln!(out, "    ITERATION ERRORS");
+        for (message, count) in failures {
+            let _ = writeln!(out, "    {count:>8} × {message}");
+        }
+        if *other > 0 {
+            let _ = writeln!(out, "    {other:>8} × (other messages, not kept)");
+        }
+        if report.interrupted > 0 {
+            let _ = writeln!(
+                out,
+                "    {:>8} × interrupted by the end of the run",
+                report.interrupted
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn line(out: &mut String, width: usize, name: &str, value: &str) {
+    let dots = width.saturating_sub(name.len());
+    let _ = writeln!(out, "    {name}{}: {value}", ".".repeat(dots));
+}
+
+/// The value column of one metric.
+fn value(report: &Report, def: &MetricDef, sink: &Sink) -> String {
+    let fmt = |v: f64| match def.value {
+        ValueKind::Time => millis(v),
+        ValueKind::Data => bytes(v),
+        ValueKind::Default => number(v, 2),
+    };
+    match sink {
+        Sink::Counter { sum, .. } => {
+            let rate = report.per_second(*sum);
+            match def.value {
+                ValueKind::Data => format!("{:<7} {}/s", bytes(*sum), bytes(rate)),
+                _ => format!("{:<7} {}/s", fmt(*sum), number(rate, 2)),
+            }
+        }
+        Sink::Gauge { last, min, max, .. } => {
+            format!("{:<7} min={:<7} max={}", fmt(*last), fmt(*min), fmt(*max))
+        }
+        Sink::Rate { trues, total } => {
+            let pct = if *total == 0 {
+                0.0
+            } else {
+                *trues as f64 * 100.0 / *total as f64
+            };
+            format!("{:<7} {trues} out of {total}", format!("{pct:.2}%"))
+        }
+        Sink::Trend(t) => TREND_STATS
+            .iter()
+            .map(|s| format!("{s}={:<9}", fmt(trend_stat(t, s))))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim_end()
+            .to_owned(),
+    }
+}

@@ -1,0 +1,66 @@
+//! A test that misbehaves on purpose, to show (and test) what wload does
+//! when a test goes wrong. `-e FAULT=` picks the behaviour:
+//!
+//! - `loop`: spin forever in the first iteration; the engine stops it.
+//! - `panic`: panic every third iteration; the VU continues with a fresh
+//!   instance and the summary counts the failed iterations.
+//! - `error`: return an error every other iteration.
+//! - `checks`: no fault: one passing and one failing check per iteration.
+//! - `memory`: allocate until the memory limit stops it.
+//! - `setup`: fail in setup, which aborts the run.
+//!
+//! Every mode first sends `GET ${BASE_URL}/` so that the server sees it.
+
+use wload_sdk::prelude::*;
+
+struct Faults {
+    base: String,
+    fault: String,
+    hoard: Vec<Vec<u8>>,
+}
+
+impl Test for Faults {
+    fn new() -> Self {
+        Faults {
+            base: vu::env_or("BASE_URL", "http://127.0.0.1:8080"),
+            fault: vu::env_or("FAULT", "checks"),
+            hoard: Vec::new(),
+        }
+    }
+
+    fn setup() -> Result<Option<Value>> {
+        if vu::env("FAULT").as_deref() == Some("setup") {
+            return Err("setup refused on purpose".into());
+        }
+        Ok(Some(json!({ "token": "t0k3n" })))
+    }
+
+    fn iteration(&mut self) -> Result<()> {
+        let res = http::get(&format!("{}/", self.base.trim_end_matches('/')));
+        let n = vu::iteration();
+        match self.fault.as_str() {
+            "loop" => {
+                let mut x: u64 = n;
+                loop {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            }
+            "panic" if n % 3 == 2 => panic!("deliberate panic in iteration {n}"),
+            "error" if n % 2 == 1 => {
+                return Err(format!("deliberate error in iteration {n}").into());
+            }
+            "memory" => loop {
+                self.hoard.push(vec![1u8; 1 << 20]);
+            },
+            _ => {}
+        }
+        let data: Option<Value> = vu::setup_data()?;
+        let token_ok = data.as_ref().and_then(|d| d["token"].as_str()) == Some("t0k3n");
+        check("setup data arrived", token_ok);
+        check("status is 200", res.status() == 200);
+        check("status is 404", res.status() == 404);
+        Ok(())
+    }
+}
+
+wload_sdk::export_test!(Faults);

@@ -1,0 +1,10 @@
+//! End-to-end tests: the real `wload` binary, real guests built from
+//! `examples/` for wasm32-wasip2, and a real HTTP server on 127.0.0.1
+//! (wload's own target server, run inside this test process so that the
+//! tests can read what it saw).
+
+mod support;
+
+mod errors;
+mod load;
+mod results;

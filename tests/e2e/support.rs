@@ -1,0 +1,179 @@
+//! Shared by the end-to-end tests: building the guests once, starting a
+//! target server, running the binary with a time limit, and reading the
+//! summary export.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use wload::demo::server::TargetServer;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("engine/ is inside the repository")
+        .to_owned()
+}
+
+/// Build every example guest once per test process; returns the folder
+/// holding the `.wasm` files.
+pub fn guests() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = repo_root();
+        let target = root.join("target").join("guests");
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "--manifest-path",
+            ])
+            .arg(root.join("examples/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR")
+            .status()
+            .expect("cannot run cargo to build the example guests");
+        assert!(status.success(), "building the example guests failed");
+        target.join("wasm32-wasip2").join("release")
+    })
+}
+
+pub fn guest(name: &str) -> PathBuf {
+    guests().join(format!("{name}.wasm"))
+}
+
+/// A runtime for the target servers of all tests.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime for the test servers")
+    })
+}
+
+/// A fresh target server on a free loopback port.
+pub fn server() -> TargetServer {
+    runtime()
+        .block_on(TargetServer::start(([127, 0, 0, 1], 0).into()))
+        .expect("start the target server")
+}
+
+/// A scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = repo_root().join("target").join("e2e-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// The binary under test, with its compile cache inside `target/`.
+pub fn wload() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wload"));
+    cmd.env(
+        "WLOAD_CACHE_DIR",
+        repo_root().join("target").join("e2e-cache"),
+    );
+    for var in [
+        "WLOAD_VUS",
+        "WLOAD_DURATION",
+        "WLOAD_ITERATIONS",
+        "WLOAD_VU_MEMORY",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Run `cmd`, killing it if it takes longer than `limit`.
+pub fn run(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start wload");
+    let started = Instant::now();
+    loop {
+        if let Some(_status) = child.try_wait().expect("wait for wload") {
+            return child.wait_with_output().expect("collect wload output");
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect wload output");
+            panic!(
+                "wload did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A finished run with its summary export parsed.
+pub struct Finished {
+    pub output: Output,
+    pub summary: Value,
+}
+
+impl Finished {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+    /// `metrics.<metric>.<field>` of the summary export.
+    pub fn metric(&self, metric: &str, field: &str) -> f64 {
+        self.summary["metrics"][metric][field]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no metrics.{metric}.{field} in {:#}", self.summary))
+    }
+    /// `(passes, fails)` of one check.
+    pub fn check(&self, name: &str) -> (u64, u64) {
+        let checks = self.summary["root_group"]["checks"]
+            .as_array()
+            .expect("checks array");
+        let c = checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no check {name:?} in {checks:#?}"));
+        (c["passes"].as_u64().unwrap(), c["fails"].as_u64().unwrap())
+    }
+}
+
+/// `wload run <guest> <args…> --summary-export …` against `base_url`.
+pub fn run_test(
+    name: &str,
+    guest_name: &str,
+    base_url: &str,
+    args: &[&str],
+    limit: Duration,
+) -> Finished {
+    let dir = scratch(name);
+    let export = dir.join("summary.json");
+    let mut cmd = wload();
+    cmd.arg("run")
+        .arg(guest(guest_name))
+        .args(args)
+        .arg("-e")
+        .arg(format!("BASE_URL={base_url}"))
+        .arg("--summary-export")
+        .arg(&export)
+        .arg("--quiet");
+    let output = run(cmd, limit);
+    let summary = std::fs::read_to_string(&export)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    Finished { output, summary }
+}
