@@ -56,24 +56,11 @@ fn a_missing_file_is_named() {
 
 #[test]
 fn a_looping_guest_is_stopped() {
-    let server = server();
-    let run = run_test(
+    let (_server, run) = run_ok(
         "looping",
         "faults",
-        &server.base_url(),
-        &[
-            "--vus",
-            "1",
-            "--iterations",
-            "2",
-            "-e",
-            "FAULT=loop",
-            "--guest-timeout",
-            "1s",
-        ],
-        Duration::from_secs(60),
+        "--vus 1 --iterations 2 -e FAULT=loop --guest-timeout 1s",
     );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
     assert_eq!(run.metric("iterations_failed", "count"), 2.0);
     let stderr = run.stderr();
     assert!(
@@ -91,15 +78,7 @@ fn a_looping_guest_is_stopped() {
 
 #[test]
 fn panics_fail_the_iteration_and_the_vu_goes_on() {
-    let server = server();
-    let run = run_test(
-        "panics",
-        "faults",
-        &server.base_url(),
-        &["--vus", "1", "--iterations", "9", "-e", "FAULT=panic"],
-        Duration::from_secs(60),
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    let (server, run) = run_ok("panics", "faults", "--vus 1 --iterations 9 -e FAULT=panic");
     // Iterations 2, 5 and 8 of the VU panic; the rest complete on fresh
     // instances.
     assert_eq!(run.metric("iterations", "count"), 9.0);
@@ -116,39 +95,22 @@ fn panics_fail_the_iteration_and_the_vu_goes_on() {
 
 #[test]
 fn errors_returned_by_the_test_are_counted() {
-    let server = server();
-    let run = run_test(
+    let (_server, run) = run_ok(
         "returned_errors",
         "faults",
-        &server.base_url(),
-        &["--vus", "1", "--iterations", "10", "-e", "FAULT=error"],
-        Duration::from_secs(60),
+        "--vus 1 --iterations 10 -e FAULT=error",
     );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
     assert_eq!(run.metric("iterations_failed", "count"), 5.0);
     assert_eq!(run.check("status is 200"), (5, 0));
 }
 
 #[test]
 fn the_memory_limit_stops_a_hungry_vu() {
-    let server = server();
-    let run = run_test(
+    let (_server, run) = run_ok(
         "memory",
         "faults",
-        &server.base_url(),
-        &[
-            "--vus",
-            "1",
-            "--iterations",
-            "2",
-            "-e",
-            "FAULT=memory",
-            "--vu-memory",
-            "16MiB",
-        ],
-        Duration::from_secs(60),
+        "--vus 1 --iterations 2 -e FAULT=memory --vu-memory 16MiB",
     );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
     assert_eq!(run.metric("iterations_failed", "count"), 2.0);
     assert!(
         run.stderr().contains("--vu-memory limit of 16 MiB"),
@@ -164,7 +126,7 @@ fn a_failing_setup_stops_the_run_with_its_message() {
         "setup_fails",
         "faults",
         &server.base_url(),
-        &["--iterations", "5", "-e", "FAULT=setup"],
+        "--iterations 5 -e FAULT=setup",
         Duration::from_secs(60),
     );
     assert_eq!(run.code(), Some(107));
@@ -187,7 +149,7 @@ fn network_errors_do_not_stop_the_run() {
         "refused",
         "hello",
         &url,
-        &["--vus", "2", "--iterations", "20"],
+        "--vus 2 --iterations 20",
         Duration::from_secs(60),
     );
     assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());

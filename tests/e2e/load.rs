@@ -7,15 +7,7 @@ use crate::support::*;
 
 #[test]
 fn iterations_are_exact_at_the_server() {
-    let server = server();
-    let run = run_test(
-        "iterations_exact",
-        "hello",
-        &server.base_url(),
-        &["--vus", "7", "--iterations", "1234"],
-        Duration::from_secs(120),
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    let (server, run) = run_ok("iterations_exact", "hello", "--vus 7 --iterations 1234");
     assert_eq!(server.stats.requests(), 1234);
     assert_eq!(run.metric("http_reqs", "count"), 1234.0);
     assert_eq!(run.metric("iterations", "count"), 1234.0);
@@ -26,15 +18,7 @@ fn iterations_are_exact_at_the_server() {
 
 #[test]
 fn each_vu_keeps_its_own_connection() {
-    let server = server();
-    let run = run_test(
-        "connections_per_vu",
-        "hello",
-        &server.base_url(),
-        &["--vus", "20", "--duration", "2s"],
-        Duration::from_secs(120),
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    let (server, run) = run_ok("connections_per_vu", "hello", "--vus 20 --duration 2s");
     let conns = server.stats.connections();
     assert!(
         (20..=24).contains(&conns),
@@ -48,15 +32,7 @@ fn each_vu_keeps_its_own_connection() {
 
 #[test]
 fn a_thousand_vus_run_together() {
-    let server = server();
-    let run = run_test(
-        "thousand_vus",
-        "browse",
-        &server.base_url(),
-        &["--vus", "1000", "--duration", "3s"],
-        Duration::from_secs(180),
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    let (server, run) = run_ok("thousand_vus", "browse", "--vus 1000 --duration 3s");
     assert_eq!(run.metric("vus_max", "value"), 1000.0);
     // browse sleeps 1 s per iteration: every VU completes about three.
     let iterations = run.metric("iterations", "count");

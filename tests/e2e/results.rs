@@ -1,20 +1,14 @@
 //! What the run reports: checks, bodies, timings, the summary export.
 
-use std::time::Duration;
-
 use crate::support::*;
 
 #[test]
 fn checks_count_passes_and_fails() {
-    let server = server();
-    let run = run_test(
+    let (_server, run) = run_ok(
         "checks",
         "faults",
-        &server.base_url(),
-        &["--vus", "3", "--iterations", "50", "-e", "FAULT=checks"],
-        Duration::from_secs(120),
+        "--vus 3 --iterations 50 -e FAULT=checks",
     );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
     assert_eq!(run.check("status is 200"), (50, 0));
     assert_eq!(run.check("status is 404"), (0, 50));
     // Setup's JSON reached every VU.
@@ -30,15 +24,11 @@ fn checks_count_passes_and_fails() {
 
 #[test]
 fn bodies_arrive_intact_and_phases_add_up() {
-    let server = server();
-    let run = run_test(
+    let (_server, run) = run_ok(
         "checksum",
         "checksum",
-        &server.base_url(),
-        &["--vus", "4", "--iterations", "100", "-e", "SIZE=250000"],
-        Duration::from_secs(120),
+        "--vus 4 --iterations 100 -e SIZE=250000",
     );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
     for check in [
         "status is 200",
         "length is right",
@@ -69,15 +59,7 @@ fn bodies_arrive_intact_and_phases_add_up() {
 
 #[test]
 fn the_summary_export_has_k6s_layout() {
-    let server = server();
-    let run = run_test(
-        "export_layout",
-        "hello",
-        &server.base_url(),
-        &["--vus", "2", "--iterations", "20"],
-        Duration::from_secs(120),
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    let (_server, run) = run_ok("export_layout", "hello", "--vus 2 --iterations 20");
     let m = &run.summary["metrics"];
     for key in ["count", "rate"] {
         assert!(m["http_reqs"][key].is_number(), "http_reqs.{key}");
@@ -113,4 +95,43 @@ fn the_summary_export_has_k6s_layout() {
     let check = &run.summary["root_group"]["checks"][0];
     assert_eq!(check["path"], "::status is 200");
     assert_eq!(check["id"].as_str().map(str::len), Some(32));
+}
+
+#[test]
+fn discarded_bodies_are_counted_not_kept() {
+    let (_server, run) = run_ok(
+        "discard",
+        "checksum",
+        "--vus 2 --iterations 20 -e SIZE=50000 -e DISCARD=1",
+    );
+    assert_eq!(run.check("length is right"), (20, 0));
+    assert_eq!(run.check("discarded body is empty"), (20, 0));
+    let received = run.metric("data_received", "count");
+    assert!(received >= 20.0 * 50_000.0, "{received}");
+}
+
+#[test]
+fn timeouts_come_back_as_status_0_with_code_1050() {
+    let (_server, run) = run_ok(
+        "timeout",
+        "faults",
+        "--vus 2 --iterations 4 -e FAULT=timeout",
+    );
+    assert_eq!(run.check("timed out with status 0"), (4, 0));
+    assert_eq!(run.check("timeout has error code 1050"), (4, 0));
+    assert_eq!(run.check("timeout has a message"), (4, 0));
+    // One failed request per iteration, out of two.
+    assert_eq!(run.metric("http_req_failed", "passes"), 4.0);
+    assert_eq!(run.metric("http_req_failed", "fails"), 4.0);
+}
+
+#[test]
+fn setup_data_reaches_the_vus_and_teardown() {
+    let (_server, run) = run_ok("teardown", "faults", "--vus 2 --iterations 4");
+    assert_eq!(run.check("setup data arrived"), (4, 0));
+    assert!(
+        run.stderr().contains("teardown saw token t0k3n"),
+        "{}",
+        run.stderr()
+    );
 }

@@ -151,12 +151,13 @@ impl Finished {
     }
 }
 
-/// `wload run <guest> <args…> --summary-export …` against `base_url`.
+/// `wload run <guest> <args> --summary-export …` against `base_url`;
+/// `args` are split at spaces.
 pub fn run_test(
     name: &str,
     guest_name: &str,
     base_url: &str,
-    args: &[&str],
+    args: &str,
     limit: Duration,
 ) -> Finished {
     let dir = scratch(name);
@@ -164,7 +165,7 @@ pub fn run_test(
     let mut cmd = wload();
     cmd.arg("run")
         .arg(guest(guest_name))
-        .args(args)
+        .args(args.split_whitespace())
         .arg("-e")
         .arg(format!("BASE_URL={base_url}"))
         .arg("--summary-export")
@@ -176,4 +177,19 @@ pub fn run_test(
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or(Value::Null);
     Finished { output, summary }
+}
+
+/// [`run_test`] against a fresh target server, within two minutes; the
+/// run must exit 0.
+pub fn run_ok(name: &str, guest_name: &str, args: &str) -> (TargetServer, Finished) {
+    let server = server();
+    let run = run_test(
+        name,
+        guest_name,
+        &server.base_url(),
+        args,
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    (server, run)
 }

@@ -1,5 +1,6 @@
-//! A user browsing a site: a few pages, a check on each, a think time of
-//! one second between iterations. Most of a VU's life is asleep, which
+//! A user browsing a site: a page, two assets fetched in parallel, an API
+//! call, a check on each, and a think time of one second between
+//! iterations. Most of a VU's life is asleep, which
 //! makes this the example for runs with thousands of VUs.
 //!
 //! ```sh
@@ -38,6 +39,16 @@ impl Test for Browse {
         check("item page has 1024 bytes", page.body_len() == 1024);
         self.page_time
             .add_duration(home.timings().duration + page.timings().duration);
+
+        // Static assets, fetched in parallel as a browser would.
+        let assets = http::batch(vec![
+            Request::get(format!("{}/bytes/300", self.base)).name("asset"),
+            Request::get(format!("{}/bytes/700", self.base)).name("asset"),
+        ]);
+        check(
+            "assets arrive in order",
+            assets.iter().map(|r| r.body_len()).eq([300, 700]),
+        );
 
         let api = Request::post(format!("{}/echo", self.base))
             .json(&json!({ "vu": vu::id(), "item": item }))?

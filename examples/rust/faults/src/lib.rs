@@ -8,6 +8,10 @@
 //! - `checks`: no fault: one passing and one failing check per iteration.
 //! - `memory`: allocate until the memory limit stops it.
 //! - `setup`: fail in setup, which aborts the run.
+//! - `timeout`: a request to `/delay/2000` with a 100 ms timeout; checks
+//!   that it comes back as status 0 with k6's timeout code, 1050.
+//!
+//! Teardown logs the setup data it received.
 //!
 //! Every mode first sends `GET ${BASE_URL}/` so that the server sees it.
 
@@ -35,6 +39,12 @@ impl Test for Faults {
         Ok(Some(json!({ "token": "t0k3n" })))
     }
 
+    fn teardown(data: Option<Value>) -> Result<()> {
+        let token = data.as_ref().and_then(|d| d["token"].as_str());
+        vu::info(&format!("teardown saw token {}", token.unwrap_or("none")));
+        Ok(())
+    }
+
     fn iteration(&mut self) -> Result<()> {
         let res = http::get(&format!("{}/", self.base.trim_end_matches('/')));
         let n = vu::iteration();
@@ -48,6 +58,14 @@ impl Test for Faults {
             "panic" if n % 3 == 2 => panic!("deliberate panic in iteration {n}"),
             "error" if n % 2 == 1 => {
                 return Err(format!("deliberate error in iteration {n}").into());
+            }
+            "timeout" => {
+                let slow = Request::get(format!("{}/delay/2000", self.base.trim_end_matches('/')))
+                    .timeout(Duration::from_millis(100))
+                    .send();
+                check("timed out with status 0", slow.status() == 0);
+                check("timeout has error code 1050", slow.error_code() == 1050);
+                check("timeout has a message", slow.error().is_some());
             }
             "memory" => loop {
                 self.hoard.push(vec![1u8; 1 << 20]);
