@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod component;
+pub mod config;
 pub mod demo;
 pub mod executor;
 pub mod host;

@@ -5,21 +5,24 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
-use serde_json::Value;
+use anyhow::{Context, Result};
+use serde_json::{Map, Value};
 
 use crate::WasmtimeResult;
 use crate::component::{Cache, CompiledTest};
+use crate::config;
 use crate::executor::vu::{explain_trap, untagged};
-use crate::executor::{self, ConstantVus, Executor, Outcome, RunControl, SharedIterations, Vu};
-use crate::host::{self, RunShared, VuState};
+use crate::executor::{
+    self, Outcome, RunControl, Scenario, ScenarioConfig, Segment, StopSignal, VuFactory,
+};
+use crate::host::{self, RunShared, VuScenario, VuState};
 use crate::http::{BodyPool, Client, ClientConfig};
 use crate::metrics::{Builtin, Recorder, Registry, TagSet};
-use crate::output::{Report, progress};
+use crate::output::{Report, format, progress};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
 
 /// Exit codes, shared with k6 where k6 has one.
@@ -28,6 +31,8 @@ pub mod exit {
     pub const SCRIPT_ERROR: u8 = 107;
     /// Stopped by the user (Ctrl-C) (k6: external abort).
     pub const ABORTED: u8 = 105;
+    /// The options are invalid (k6: invalid config).
+    pub const INVALID_CONFIG: u8 = 104;
 }
 
 /// An error that ends the run with a specific exit code.
@@ -73,19 +78,23 @@ impl TestSource {
     }
 }
 
-/// What the command line asks of a run. `None` means "not given": the
-/// test's own options, then the defaults, apply.
+/// What the command line asks of a run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub test: TestSource,
-    pub vus: Option<u32>,
-    pub duration: Option<Duration>,
-    pub iterations: Option<u64>,
+    /// Options set by flags (`--vus`, `--duration`, `--stage`, `--tag`…),
+    /// as a k6 options object.
+    pub cli_options: Map<String, Value>,
+    /// Options set by `WLOAD_*` environment variables.
+    pub env_options: Map<String, Value>,
+    /// `--config FILE`.
+    pub config_file: Option<PathBuf>,
+    /// `-e KEY=VALUE` variables for the test.
     pub env: HashMap<String, String>,
-    pub tags: Vec<(String, String)>,
     pub limits: SandboxLimits,
     pub http: ClientConfig,
     pub cache: Cache,
+    pub segment: Segment,
     pub quiet: bool,
 }
 
@@ -94,104 +103,9 @@ pub struct RunOutcome {
     pub report: Report,
     /// 0 unless something failed (see [`exit`]).
     pub exit_code: u8,
-    /// Time to instantiate all VUs.
+    /// Time to instantiate the pre-allocated VUs.
     pub vu_start: Duration,
 }
-
-/// The options a test may export, as far as this engine runs them.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct TestOptions {
-    pub vus: Option<u32>,
-    pub duration: Option<Duration>,
-    pub iterations: Option<u64>,
-}
-
-/// Read the test's exported k6 options; name what is not supported.
-pub fn parse_test_options(json: &str) -> Result<(TestOptions, Vec<String>)> {
-    let mut out = TestOptions::default();
-    let mut unsupported = Vec::new();
-    if json.trim().is_empty() {
-        return Ok((out, unsupported));
-    }
-    let value: Value =
-        serde_json::from_str(json).context("the test's options() is not valid JSON")?;
-    let Value::Object(map) = value else {
-        bail!(
-            "the test's options() must be a JSON object like {{\"vus\": 10, \"duration\": \"30s\"}}"
-        );
-    };
-    for (key, v) in map {
-        match key.as_str() {
-            "vus" => {
-                out.vus = Some(
-                    v.as_u64()
-                        .and_then(|n| u32::try_from(n).ok())
-                        .context("options.vus must be a whole number")?,
-                )
-            }
-            "iterations" => {
-                out.iterations = Some(
-                    v.as_u64()
-                        .context("options.iterations must be a whole number")?,
-                )
-            }
-            "duration" => {
-                let d = match &v {
-                    Value::String(s) => executor::parse_duration(s).map_err(anyhow::Error::msg)?,
-                    Value::Number(n) => Duration::from_millis(
-                        n.as_u64().context("options.duration must be positive")?,
-                    ),
-                    _ => bail!("options.duration must be a string like \"30s\""),
-                };
-                out.duration = Some(d);
-            }
-            _ => unsupported.push(key),
-        }
-    }
-    Ok((out, unsupported))
-}
-
-/// Pick the executor for the `default` scenario, as k6 does for its
-/// shortcut options.
-pub fn plan(cli: &RunOptions, test: &TestOptions) -> Result<Executor> {
-    let vus = cli.vus.or(test.vus);
-    let duration = cli.duration.or(test.duration);
-    let iterations = cli.iterations.or(test.iterations);
-    let executor = match (iterations, duration) {
-        (Some(iterations), max) => Executor::SharedIterations(SharedIterations {
-            vus: vus.unwrap_or(1),
-            iterations,
-            max_duration: max.unwrap_or(executor::shared_iterations::DEFAULT_MAX_DURATION),
-            graceful_stop: executor::DEFAULT_GRACEFUL_STOP,
-        }),
-        (None, Some(duration)) => Executor::ConstantVus(ConstantVus {
-            vus: vus.unwrap_or(1),
-            duration,
-            graceful_stop: executor::DEFAULT_GRACEFUL_STOP,
-        }),
-        // Neither: each VU runs one iteration.
-        (None, None) => {
-            let vus = vus.unwrap_or(1);
-            Executor::SharedIterations(SharedIterations {
-                vus,
-                iterations: u64::from(vus.max(1)),
-                max_duration: executor::shared_iterations::DEFAULT_MAX_DURATION,
-                graceful_stop: executor::DEFAULT_GRACEFUL_STOP,
-            })
-        }
-    };
-    let checked = match &executor {
-        Executor::ConstantVus(e) => e.validate(),
-        Executor::SharedIterations(e) => e.validate(),
-    };
-    if let Err(errors) = checked {
-        bail!("invalid options: {}", errors.join("; "));
-    }
-    Ok(executor)
-}
-
-/// How long setup and teardown may take (k6's default).
-const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Run a test.
 pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
@@ -207,22 +121,30 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             &opts.cache,
         )?,
     };
+    let file_options = match &opts.config_file {
+        Some(path) => config::file_layer(path)?,
+        None => Map::new(),
+    };
 
     let registry = Arc::new(Registry::new());
     let recorder = Arc::new(Recorder::new(registry));
-    let shared = Arc::new(RunShared {
-        recorder: recorder.clone(),
-        client: Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024))),
-        env: opts.env.clone(),
-        setup_data: OnceLock::new(),
-        run_tags: TagSet::new(opts.tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-    });
+    let client = Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024)));
+    let make_shared = |run_tags: TagSet| {
+        Arc::new(RunShared {
+            recorder: recorder.clone(),
+            client: client.clone(),
+            env: opts.env.clone(),
+            setup_data: OnceLock::new(),
+            run_tags,
+        })
+    };
 
     // The setup/teardown instance also answers options() and functions().
     let pre = compiled.instance_pre(&probe.engine)?;
+    let setup_scenario = VuScenario::new("setup", HashMap::new(), [], &TagSet::empty());
     let mut store = host::new_store(
         &probe.engine,
-        VuState::new(shared.clone(), &probe, 0, "setup"),
+        VuState::new(make_shared(TagSet::empty()), &probe, 0, setup_scenario),
     );
     let test = pre
         .instantiate_async(&mut store)
@@ -234,10 +156,28 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .await
         .anyhow()
         .context("the test's options() failed")?;
-    let (test_options, unsupported) = parse_test_options(&options_json)?;
-    for key in unsupported {
+    let test_options = config::test_layer(&options_json)?;
+    let merged = config::merge(&[
+        &test_options,
+        &file_options,
+        &opts.env_options,
+        &opts.cli_options,
+    ]);
+    let options = config::resolve(&merged).map_err(|errors| {
+        let n = errors.len();
+        let message = format!(
+            "invalid options ({n} problem{}):\n  {}",
+            if n == 1 { "" } else { "s" },
+            errors.join("\n  ")
+        );
+        anyhow::Error::from(ExitError {
+            code: exit::INVALID_CONFIG,
+            message,
+        })
+    })?;
+    for key in &options.unsupported {
         eprintln!(
-            "WARN the test's option {key:?} is not supported by this version of wload and has no effect"
+            "WARN option {key:?} is not supported by this version of wload and has no effect"
         );
     }
     let functions = test
@@ -245,14 +185,40 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .await
         .anyhow()
         .context("the test's functions() failed")?;
-    if !functions.iter().any(|f| f == "default") {
-        bail!(
-            "{name} has no entry point \"default\" (it exports {}); the default scenario runs \"default\"",
-            functions.join(", ")
-        );
+    let missing: Vec<String> = options
+        .scenarios
+        .iter()
+        .filter(|s| !functions.contains(&s.exec))
+        .map(|s| {
+            format!(
+                "scenarios.{}.exec: the test has no entry point {:?}",
+                s.name, s.exec
+            )
+        })
+        .collect();
+    if !missing.is_empty() {
+        return Err(ExitError {
+            code: exit::INVALID_CONFIG,
+            message: format!(
+                "invalid options: {}; it exports {}",
+                missing.join("; "),
+                functions.join(", ")
+            ),
+        }
+        .into());
     }
-    let executor = plan(&opts, &test_options)?;
-    let max_vus = executor.max_vus();
+
+    // The run's tags, now known, go on every sample from here on.
+    let shared = make_shared(TagSet::new(
+        options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    ));
+    store.data_mut().shared = shared.clone();
+    let seg = opts.segment;
+    let max_vus: u32 = options
+        .scenarios
+        .iter()
+        .map(|s| s.executor.max_vus(&seg))
+        .sum();
     check_process_limits(u64::from(max_vus))?;
 
     let ctl = RunControl::new(probe.hard_stop.clone());
@@ -260,7 +226,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let interrupt = tokio::spawn(watch_ctrl_c(ctl.clone()));
 
     // setup
-    match tokio::time::timeout(SETUP_TIMEOUT, test.call_setup(&mut store)).await {
+    match tokio::time::timeout(options.setup_timeout, test.call_setup(&mut store)).await {
         Ok(Ok(Ok(data))) => {
             let _ = shared.setup_data.set(data);
         }
@@ -271,62 +237,88 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         }
         Err(_) => {
             return Err(script_error(format!(
-                "setup did not finish within {}s",
-                SETUP_TIMEOUT.as_secs()
+                "setup did not finish within {} (setupTimeout)",
+                format::duration_short(options.setup_timeout)
             )));
         }
     }
 
-    // VUs: all instantiated before the clock starts, as k6 does.
+    // VUs: the pre-allocated ones are instantiated before the clock starts.
     let pool = Sandbox::pooled(opts.limits, max_vus + 1, compiled.needs)?
         .with_hard_stop(probe.hard_stop.clone());
     let _pool_ticker = pool.start_ticker();
     let vu_pre = Arc::new(compiled.instance_pre(&pool.engine)?);
+    let next_id = Arc::new(AtomicU32::new(1));
     let init = Instant::now();
-    let mut vus = Vec::with_capacity(max_vus as usize);
-    for id in 1..=max_vus {
-        vus.push(
-            Vu::new(
-                id,
-                "default",
-                "default",
-                vu_pre.clone(),
-                pool.clone(),
-                shared.clone(),
-            )
-            .await?,
-        );
+    let mut prepared = Vec::with_capacity(options.scenarios.len());
+    for config in &options.scenarios {
+        let factory = VuFactory {
+            pre: vu_pre.clone(),
+            sandbox: pool.clone(),
+            shared: shared.clone(),
+            scenario: VuScenario::new(
+                &config.name,
+                executor::scenario_env(config),
+                config.tags.clone(),
+                &shared.run_tags,
+            ),
+            exec: config.exec.clone(),
+            next_id: next_id.clone(),
+        };
+        let initial = config.executor.initial_vus(&seg);
+        let mut vus = Vec::with_capacity(initial as usize);
+        for _ in 0..initial {
+            vus.push(factory.create().await?);
+        }
+        prepared.push((config.clone(), factory, vus));
     }
     let vu_start = init.elapsed();
+    let initial_vus: usize = prepared.iter().map(|(_, _, v)| v.len()).sum();
     let untagged = untagged();
-    recorder.record(
-        &untagged,
-        &[
-            (Builtin::VusMax.id(), f64::from(max_vus)),
-            (Builtin::Vus.id(), f64::from(max_vus)),
-        ],
-    );
+    recorder.record(&untagged, &[(Builtin::VusMax.id(), f64::from(max_vus))]);
 
+    let total = options
+        .scenarios
+        .iter()
+        .map(ScenarioConfig::end)
+        .max()
+        .unwrap_or_default();
     if !opts.quiet {
-        let total = executor.max_duration() + executor.graceful_stop();
         eprintln!(
             "{}",
-            progress::header(&name, "default", max_vus, total, &executor.describe())
+            progress::header(&name, &options.scenarios, max_vus, total, &seg)
         );
         eprintln!(
-            "  initialized {max_vus} VUs in {}\n",
-            crate::output::format::millis(vu_start.as_secs_f64() * 1e3)
+            "  initialized {initial_vus} VUs in {}\n",
+            format::millis(vu_start.as_secs_f64() * 1e3)
         );
     }
+    let run_for = options
+        .scenarios
+        .iter()
+        .map(|s| s.start_time + s.executor.max_duration())
+        .max()
+        .unwrap_or_default();
     let progress_task = tokio::spawn(progress::run(
         ctl.clone(),
         recorder.clone(),
-        executor.max_duration(),
+        run_for,
         max_vus,
         opts.quiet,
     ));
     let started = Instant::now();
-    executor.run(vus, ctl.clone()).await;
+    let mut scenarios = tokio::task::JoinSet::new();
+    for (config, factory, vus) in prepared {
+        let scenario = Scenario {
+            factory,
+            run: ctl.clone(),
+            stop: Arc::new(StopSignal::default()),
+            graceful_stop: config.graceful_stop,
+            segment: seg,
+        };
+        scenarios.spawn(async move { executor::run_scenario(&config, scenario, vus).await });
+    }
+    executor::join_all(&mut scenarios, &ctl).await;
     let elapsed = started.elapsed();
     progress_task.abort();
     progress::finish(opts.quiet);
@@ -335,13 +327,15 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     if !ctl.hard_stopped() {
         store.data_mut().running_since = Instant::now();
         let outcome =
-            match tokio::time::timeout(SETUP_TIMEOUT, test.call_teardown(&mut store)).await {
+            match tokio::time::timeout(options.teardown_timeout, test.call_teardown(&mut store))
+                .await
+            {
                 Ok(Ok(Ok(()))) => None,
                 Ok(Ok(Err(message))) => Some(message),
                 Ok(Err(trap)) => Some(describe(explain_trap(store.data_mut(), &trap))),
                 Err(_) => Some(format!(
-                    "did not finish within {}s",
-                    SETUP_TIMEOUT.as_secs()
+                    "did not finish within {} (teardownTimeout)",
+                    format::duration_short(options.teardown_timeout)
                 )),
             };
         if let Some(message) = outcome {
@@ -387,67 +381,5 @@ async fn watch_ctrl_c(ctl: Arc<RunControl>) {
     eprintln!("\nstopping: waiting for running iterations to finish (Ctrl-C again to stop now)");
     if tokio::signal::ctrl_c().await.is_ok() {
         ctl.stop_now();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cli() -> RunOptions {
-        RunOptions {
-            test: TestSource::File("t.wasm".into()),
-            vus: None,
-            duration: None,
-            iterations: None,
-            env: HashMap::new(),
-            tags: Vec::new(),
-            limits: SandboxLimits::default(),
-            http: ClientConfig::default(),
-            cache: Cache::disabled(),
-            quiet: true,
-        }
-    }
-
-    #[test]
-    fn test_options_parse_and_unknown_keys_are_named() {
-        let (o, unknown) =
-            parse_test_options(r#"{"vus": 5, "duration": "1m", "thresholds": {}}"#).unwrap();
-        assert_eq!(o.vus, Some(5));
-        assert_eq!(o.duration, Some(Duration::from_secs(60)));
-        assert_eq!(unknown, vec!["thresholds".to_owned()]);
-        assert!(parse_test_options("[1]").is_err());
-        assert!(parse_test_options(r#"{"duration": "10x"}"#).is_err());
-        assert_eq!(parse_test_options("").unwrap().0, TestOptions::default());
-    }
-
-    #[test]
-    fn cli_overrides_the_test_and_shortcuts_pick_executors() {
-        let test = TestOptions {
-            vus: Some(3),
-            duration: Some(Duration::from_secs(5)),
-            iterations: None,
-        };
-        let mut o = cli();
-        match plan(&o, &test).unwrap() {
-            Executor::ConstantVus(e) => {
-                assert_eq!((e.vus, e.duration), (3, Duration::from_secs(5)))
-            }
-            other => panic!("{other:?}"),
-        }
-        o.vus = Some(7);
-        o.iterations = Some(70);
-        match plan(&o, &test).unwrap() {
-            Executor::SharedIterations(e) => {
-                assert_eq!(
-                    (e.vus, e.iterations, e.max_duration),
-                    (7, 70, Duration::from_secs(5))
-                )
-            }
-            other => panic!("{other:?}"),
-        }
-        o.iterations = Some(3);
-        let err = plan(&o, &test).unwrap_err().to_string();
-        assert!(err.contains("must not exceed"), "{err}");
     }
 }

@@ -6,5 +6,6 @@
 mod support;
 
 mod errors;
+mod executors;
 mod load;
 mod results;

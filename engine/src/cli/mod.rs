@@ -11,9 +11,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use serde_json::{Map, Value, json};
+
 use crate::component::{Cache, FileKind, detect};
+use crate::config;
 use crate::demo::{HELLO_WASM, server::TargetServer};
-use crate::executor::parse_duration;
+use crate::executor::{Segment, parse_duration};
 use crate::http::ClientConfig;
 use crate::output::{export, summary};
 use crate::run::{self, RunOptions, TestSource};
@@ -75,15 +78,28 @@ enum Command {
 /// Flags shared by `run` and `demo`.
 #[derive(Debug, Args)]
 struct LoadArgs {
-    /// Number of VUs (concurrent virtual users).
-    #[arg(short = 'u', long, env = "WLOAD_VUS")]
+    /// Number of VUs (concurrent virtual users). [env: WLOAD_VUS]
+    #[arg(short = 'u', long)]
     vus: Option<u32>,
-    /// How long to run, e.g. 30s, 5m, 1h30m.
-    #[arg(short, long, env = "WLOAD_DURATION", value_parser = parse_duration)]
-    duration: Option<Duration>,
-    /// Total iterations, shared among the VUs (exact).
-    #[arg(short, long, env = "WLOAD_ITERATIONS")]
+    /// How long to run, e.g. 30s, 5m, 1h30m. [env: WLOAD_DURATION]
+    #[arg(short, long, value_parser = parse_duration_text)]
+    duration: Option<String>,
+    /// Total iterations, shared among the VUs (exact). [env: WLOAD_ITERATIONS]
+    #[arg(short, long)]
     iterations: Option<u64>,
+    /// A ramping stage DURATION:TARGET, repeatable: --stage 30s:100 --stage 1m:0
+    /// [env: WLOAD_STAGES=30s:100,1m:0]
+    #[arg(short, long = "stage", value_name = "DURATION:TARGET", value_parser = parse_stage)]
+    stages: Vec<serde_json::Value>,
+    /// A k6 options object (scenarios, thresholds, …) in JSON, or TOML for
+    /// a .toml file. Flags and WLOAD_* variables override it; it overrides
+    /// the test's own options().
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Run only this part of every scenario, to split a test across
+    /// machines: 0:1/3, 1/3:2/3, 2/3:1.
+    #[arg(long, value_name = "FROM:TO", value_parser = Segment::parse)]
+    execution_segment: Option<Segment>,
     /// A variable for the test (`vu::env`), repeatable: -e BASE_URL=http://127.0.0.1:8080
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     env: Vec<(String, String)>,
@@ -111,6 +127,14 @@ struct LoadArgs {
     /// Compile the test every time instead of using the on-disk cache.
     #[arg(long)]
     no_cache: bool,
+}
+
+fn parse_duration_text(s: &str) -> Result<String, String> {
+    parse_duration(s).map(|_| s.to_owned())
+}
+
+fn parse_stage(s: &str) -> Result<serde_json::Value, String> {
+    config::stage_arg(s)
 }
 
 fn parse_key_value(s: &str) -> Result<(String, String), String> {
@@ -145,16 +169,42 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 impl LoadArgs {
-    fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> RunOptions {
+    /// The options these flags set, as a k6 options object.
+    fn cli_options(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(v) = self.vus {
+            m.insert("vus".into(), json!(v));
+        }
+        if let Some(d) = &self.duration {
+            m.insert("duration".into(), json!(d));
+        }
+        if let Some(i) = self.iterations {
+            m.insert("iterations".into(), json!(i));
+        }
+        if !self.stages.is_empty() {
+            m.insert("stages".into(), Value::Array(self.stages.clone()));
+        }
+        if !self.tags.is_empty() {
+            let tags: Map<String, Value> = self
+                .tags
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            m.insert("tags".into(), Value::Object(tags));
+        }
+        m
+    }
+
+    fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> Result<RunOptions> {
         let mut env: HashMap<String, String> = extra_env.iter().cloned().collect();
         env.extend(self.env.iter().cloned());
-        RunOptions {
+        Ok(RunOptions {
             test,
-            vus: self.vus,
-            duration: self.duration,
-            iterations: self.iterations,
+            cli_options: self.cli_options(),
+            env_options: config::env_layer(std::env::vars())?,
+            config_file: self.config.clone(),
             env,
-            tags: self.tags.clone(),
+            segment: self.execution_segment.unwrap_or_default(),
             limits: SandboxLimits {
                 memory: self.vu_memory,
                 guest_timeout: self.guest_timeout,
@@ -169,7 +219,7 @@ impl LoadArgs {
                 Cache::new(Cache::default_dir())
             },
             quiet: self.quiet,
-        }
+        })
     }
 }
 
@@ -178,16 +228,18 @@ pub async fn main() -> Result<u8> {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { test, load } => {
-            let opts = load.options(TestSource::File(test), &[]);
+            let opts = load.options(TestSource::File(test), &[])?;
             run_and_report(opts, &load).await
         }
         Command::Demo { mut load, port } => {
             let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
-            if load.vus.is_none() && load.iterations.is_none() {
-                load.vus = Some(10);
-            }
-            if load.duration.is_none() && load.iterations.is_none() {
-                load.duration = Some(Duration::from_secs(10));
+            let shaped = load.iterations.is_some()
+                || load.duration.is_some()
+                || !load.stages.is_empty()
+                || load.config.is_some();
+            if !shaped {
+                load.vus.get_or_insert(10);
+                load.duration = Some("10s".to_owned());
             }
             eprintln!(
                 "wload demo: target server listening on {}",
@@ -197,7 +249,7 @@ pub async fn main() -> Result<u8> {
                 name: "examples/rust/hello (bundled)".to_owned(),
                 bytes: HELLO_WASM,
             };
-            let opts = load.options(test, &[("BASE_URL".to_owned(), server.base_url())]);
+            let opts = load.options(test, &[("BASE_URL".to_owned(), server.base_url())])?;
             let code = run_and_report(opts, &load).await?;
             eprintln!(
                 "wload demo: the target server saw {} requests on {} connections",

@@ -7,13 +7,16 @@
 //! - `POST /echo`: the request body back, same content type
 //! - `GET /status/N`: an empty response with status N
 //! - `GET /delay/MS`: `hello` after MS milliseconds
+//! - `GET /stall/PERIOD/LEN`: `hello`, except that the server stalls for
+//!   the first LEN ms of every PERIOD ms (since it started): a request
+//!   arriving then is answered when the stall ends
 //! - anything else: 404
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use bytes::Bytes;
@@ -28,15 +31,49 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 /// What the server saw.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ServerStats {
+    started: Instant,
+    /// Nanoseconds after `started` of the first and the last request.
+    first_request: AtomicU64,
+    last_request: AtomicU64,
     pub requests: AtomicU64,
     pub connections: AtomicU64,
     pub open_connections: AtomicU64,
     pub max_open_connections: AtomicU64,
 }
 
+impl Default for ServerStats {
+    fn default() -> Self {
+        ServerStats {
+            started: Instant::now(),
+            first_request: AtomicU64::new(u64::MAX),
+            last_request: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            open_connections: AtomicU64::new(0),
+            max_open_connections: AtomicU64::new(0),
+        }
+    }
+}
+
 impl ServerStats {
+    fn note_request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let t = self.started.elapsed().as_nanos() as u64;
+        self.first_request.fetch_min(t, Ordering::Relaxed);
+        self.last_request.fetch_max(t, Ordering::Relaxed);
+    }
+
+    /// Time from the first request to the last one.
+    pub fn request_span(&self) -> Duration {
+        let (first, last) = (
+            self.first_request.load(Ordering::Relaxed),
+            self.last_request.load(Ordering::Relaxed),
+        );
+        Duration::from_nanos(last.saturating_sub(first))
+    }
+
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
@@ -137,7 +174,7 @@ async fn handle(
     req: Request<Incoming>,
     stats: Arc<ServerStats>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    stats.requests.fetch_add(1, Ordering::Relaxed);
+    stats.note_request();
     let path = req.uri().path().to_owned();
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let resp = match (parts.next().unwrap_or(""), parts.next()) {
@@ -184,6 +221,22 @@ async fn handle(
                 r
             }
             None => text(StatusCode::BAD_REQUEST, "status must be 100-999"),
+        },
+        ("stall", Some(spec)) => match spec
+            .split_once('/')
+            .map(|(p, l)| (p.parse::<u64>(), l.parse::<u64>()))
+        {
+            Some((Ok(period), Ok(len))) if period > 0 && len <= period => {
+                let phase = stats.started.elapsed().as_millis() as u64 % period;
+                if phase < len {
+                    tokio::time::sleep(Duration::from_millis(len - phase)).await;
+                }
+                text(StatusCode::OK, "hello")
+            }
+            _ => text(
+                StatusCode::BAD_REQUEST,
+                "use /stall/PERIOD_MS/LEN_MS with LEN ≤ PERIOD",
+            ),
         },
         ("delay", Some(ms)) => match ms.parse::<u64>() {
             Ok(ms) => {

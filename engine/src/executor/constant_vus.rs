@@ -1,47 +1,55 @@
 //! `constant-vus`: a fixed number of VUs loop over the test for a fixed
 //! duration (what `--vus N --duration D` runs).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::{RunControl, Vu, run_all};
+use super::{Fields, Scenario, Segment, Vu, run_closed};
+use crate::output::format::duration_short;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConstantVus {
     pub vus: u32,
     pub duration: Duration,
-    pub graceful_stop: Duration,
 }
 
 impl ConstantVus {
-    /// Every problem at once, one per line.
-    pub fn validate(&self) -> Result<(), Vec<String>> {
-        let mut errors = Vec::new();
-        if self.vus == 0 {
-            errors.push("vus must be at least 1".to_owned());
+    pub fn parse(f: &mut Fields<'_>) -> Self {
+        let e = ConstantVus {
+            vus: f.vus("vus", Some(1), 1),
+            duration: f.duration("duration", None),
+        };
+        if e.duration.is_zero() {
+            f.error("duration", "must be longer than 0s");
         }
-        if self.duration.is_zero() {
-            errors.push("duration must be longer than 0s".to_owned());
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
+        e
     }
 
-    pub fn describe(&self) -> String {
-        format!(
-            "{} looping VUs for {} (gracefulStop: {})",
-            self.vus,
-            crate::output::format::duration_short(self.duration),
-            crate::output::format::duration_short(self.graceful_stop)
+    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+        seg.scale(u64::from(self.vus)) as u32
+    }
+
+    pub fn max_vus(&self, seg: &Segment) -> u32 {
+        self.initial_vus(seg)
+    }
+
+    pub fn max_duration(&self) -> Duration {
+        self.duration
+    }
+
+    pub fn describe(&self) -> (String, String) {
+        (
+            format!(
+                "{} looping VUs for {}",
+                self.vus,
+                duration_short(self.duration)
+            ),
+            String::new(),
         )
     }
 
-    pub async fn run(&self, vus: Vec<Vu>, ctl: Arc<RunControl>) {
-        let timer = ctl.schedule_stop(self.duration, self.graceful_stop);
-        run_all(vus, &ctl, || true).await;
+    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
+        let timer = sc.schedule_stop(self.duration);
+        run_closed(sc, vus, |_| true).await;
         timer.abort();
     }
 }

@@ -1,201 +1,355 @@
 //! Executors: how VUs are driven over time, one file per executor, each
-//! with its config, its validation and its loop, as in k6.
+//! with its config (parsed from k6's options format), its validation and
+//! its loop, as in k6.
 //!
-//! This module holds what they share: the [`RunControl`] that stops a run
-//! (gracefully, then hard), progress counters, and [`vu_loop`], the loop
-//! every executor runs per VU with its own "may another iteration start?"
-//! rule. Executors measure nothing themselves: iterations are recorded by
-//! [`vu::Vu`], requests by the host.
+//! This module holds what they share: [`ScenarioConfig`] (the options
+//! every executor has: startTime, gracefulStop, exec, env, tags),
+//! [`Scenario`] (what a running scenario gets: its VUs, a factory for
+//! more, its stop signal) and the loop bodies. Executors measure nothing
+//! themselves: iterations are recorded by [`vu::Vu`], requests by the host.
 
+mod arrival;
+mod constant_arrival_rate;
 mod constant_vus;
+mod control;
 mod failures;
+pub mod fields;
+mod per_vu_iterations;
+mod ramping_arrival_rate;
+mod ramping_vus;
+pub mod segment;
 pub mod shared_iterations;
 pub mod vu;
 
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use anyhow::Result;
+use serde_json::Value;
 
+pub use constant_arrival_rate::ConstantArrivalRate;
 pub use constant_vus::ConstantVus;
+pub use control::{Progress, RunControl, StopSignal};
 pub use failures::Failures;
+pub use fields::{Fields, Stage};
+pub use per_vu_iterations::PerVuIterations;
+pub use ramping_arrival_rate::RampingArrivalRate;
+pub use ramping_vus::RampingVus;
+pub use segment::Segment;
 pub use shared_iterations::SharedIterations;
 pub use vu::{Outcome, Vu};
+
+use crate::host::{RunShared, TestPre, VuScenario, VuState};
+use crate::sandbox::Sandbox;
 
 /// k6's default `gracefulStop`.
 pub const DEFAULT_GRACEFUL_STOP: Duration = Duration::from_secs(30);
 
-/// One scenario's executor.
+/// The executors, by k6 name.
+pub const EXECUTORS: [&str; 6] = [
+    "shared-iterations",
+    "per-vu-iterations",
+    "constant-vus",
+    "ramping-vus",
+    "constant-arrival-rate",
+    "ramping-arrival-rate",
+];
+
+/// One scenario's executor and its own options.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Executor {
-    ConstantVus(ConstantVus),
     SharedIterations(SharedIterations),
+    PerVuIterations(PerVuIterations),
+    ConstantVus(ConstantVus),
+    RampingVus(RampingVus),
+    ConstantArrivalRate(ConstantArrivalRate),
+    RampingArrivalRate(RampingArrivalRate),
+}
+
+/// Dispatch to the executor in hand.
+macro_rules! each {
+    ($self:expr, $e:ident => $body:expr) => {
+        match $self {
+            Executor::SharedIterations($e) => $body,
+            Executor::PerVuIterations($e) => $body,
+            Executor::ConstantVus($e) => $body,
+            Executor::RampingVus($e) => $body,
+            Executor::ConstantArrivalRate($e) => $body,
+            Executor::RampingArrivalRate($e) => $body,
+        }
+    };
 }
 
 impl Executor {
-    /// VUs this executor needs, all initialised before the run starts.
-    pub fn max_vus(&self) -> u32 {
-        match self {
-            Executor::ConstantVus(e) => e.vus,
-            Executor::SharedIterations(e) => e.vus,
-        }
+    /// Read an executor's own options from a scenario object.
+    fn parse(kind: &str, f: &mut Fields<'_>) -> Option<Executor> {
+        Some(match kind {
+            "shared-iterations" => Executor::SharedIterations(SharedIterations::parse(f)),
+            "per-vu-iterations" => Executor::PerVuIterations(PerVuIterations::parse(f)),
+            "constant-vus" => Executor::ConstantVus(ConstantVus::parse(f)),
+            "ramping-vus" => Executor::RampingVus(RampingVus::parse(f)),
+            "constant-arrival-rate" => Executor::ConstantArrivalRate(ConstantArrivalRate::parse(f)),
+            "ramping-arrival-rate" => Executor::RampingArrivalRate(RampingArrivalRate::parse(f)),
+            _ => return None,
+        })
     }
 
-    /// The longest the scenario can take before its graceful stop.
+    /// VUs initialised before the run starts.
+    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+        each!(self, e => e.initial_vus(seg))
+    }
+
+    /// The most VUs this executor may use (arrival-rate executors add VUs
+    /// up to `maxVUs` while running).
+    pub fn max_vus(&self, seg: &Segment) -> u32 {
+        each!(self, e => e.max_vus(seg))
+    }
+
+    /// The longest the scenario runs before its graceful stop.
     pub fn max_duration(&self) -> Duration {
-        match self {
-            Executor::ConstantVus(e) => e.duration,
-            Executor::SharedIterations(e) => e.max_duration,
-        }
+        each!(self, e => e.max_duration())
     }
 
-    pub fn graceful_stop(&self) -> Duration {
-        match self {
-            Executor::ConstantVus(e) => e.graceful_stop,
-            Executor::SharedIterations(e) => e.graceful_stop,
-        }
+    /// For the run header, like k6's: what it does, and details for the
+    /// parenthesis after it ("" for none).
+    pub fn describe(&self) -> (String, String) {
+        each!(self, e => e.describe())
     }
 
-    /// One line for the run header, like k6's.
-    pub fn describe(&self) -> String {
-        match self {
-            Executor::ConstantVus(e) => e.describe(),
-            Executor::SharedIterations(e) => e.describe(),
-        }
-    }
-
-    /// Drive `vus` until the executor is done or the run is stopped.
-    pub async fn run(&self, vus: Vec<Vu>, ctl: Arc<RunControl>) {
-        match self {
-            Executor::ConstantVus(e) => e.run(vus, ctl).await,
-            Executor::SharedIterations(e) => e.run(vus, ctl).await,
-        }
+    async fn run(&self, scenario: Scenario, vus: Vec<Vu>) {
+        each!(self, e => e.run(scenario, vus).await)
     }
 }
 
-/// Live counters, read by the progress display.
-#[derive(Debug, Default)]
-pub struct Progress {
-    pub completed: AtomicU64,
-    pub failed: AtomicU64,
-    pub interrupted: AtomicU64,
-    pub active_vus: AtomicU32,
+/// A scenario: an executor plus the options every executor has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioConfig {
+    pub name: String,
+    pub executor: Executor,
+    pub start_time: Duration,
+    pub graceful_stop: Duration,
+    /// The test entry point its VUs run.
+    pub exec: String,
+    pub env: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
 }
 
-/// Stopping a run: first no new iterations (graceful), then stop
-/// everything now (hard).
-pub struct RunControl {
-    graceful: AtomicBool,
-    /// Shared with the sandbox: guests trap at their next epoch check.
-    hard: Arc<AtomicBool>,
-    hard_tx: watch::Sender<bool>,
-    pub progress: Progress,
-    pub failures: Failures,
-    /// Set when the user interrupted the run (Ctrl-C).
-    pub aborted: AtomicBool,
-}
-
-impl RunControl {
-    pub fn new(hard_stop: Arc<AtomicBool>) -> Arc<RunControl> {
-        let (hard_tx, _) = watch::channel(false);
-        Arc::new(RunControl {
-            graceful: AtomicBool::new(false),
-            hard: hard_stop,
-            hard_tx,
-            progress: Progress::default(),
-            failures: Failures::default(),
-            aborted: AtomicBool::new(false),
+impl ScenarioConfig {
+    /// Parse `scenarios.<name>`; problems go to `errors`.
+    pub fn parse(name: &str, value: &Value, errors: &mut Vec<String>) -> Option<ScenarioConfig> {
+        let path = format!("scenarios.{name}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            errors.push(format!(
+                "{path}: invalid scenario name; use letters, digits, '_' and '-'"
+            ));
+        }
+        let Some(map) = value.as_object() else {
+            errors.push(format!("{path}: must be an object with an \"executor\""));
+            return None;
+        };
+        let mut f = Fields::new(path.clone(), map, errors);
+        let kind = f.string("executor", "");
+        let start_time = f.duration("startTime", Some(Duration::ZERO));
+        let graceful_stop = f.duration("gracefulStop", Some(DEFAULT_GRACEFUL_STOP));
+        let exec = f.string("exec", "default");
+        let env = f.string_map("env");
+        let tags = f.string_map("tags");
+        let Some(executor) = Executor::parse(&kind, &mut f) else {
+            let what = if kind.is_empty() {
+                "is required".to_owned()
+            } else {
+                format!("{kind:?} is not an executor")
+            };
+            f.error(
+                "executor",
+                format!("{what}; accepted: {}", EXECUTORS.join(", ")),
+            );
+            return None;
+        };
+        f.finish(&kind);
+        Some(ScenarioConfig {
+            name: name.to_owned(),
+            executor,
+            start_time,
+            graceful_stop,
+            exec,
+            env,
+            tags,
         })
     }
 
-    /// Start no new iterations.
-    pub fn stop_gracefully(&self) {
-        self.graceful.store(true, Ordering::SeqCst);
+    /// When this scenario is over at the latest, graceful stop included.
+    pub fn end(&self) -> Duration {
+        self.start_time + self.executor.max_duration() + self.graceful_stop
+    }
+}
+
+/// Makes the VUs of one scenario: the pre-allocated ones before the run,
+/// more during it (arrival-rate executors).
+#[derive(Clone)]
+pub struct VuFactory {
+    pub pre: Arc<TestPre<VuState>>,
+    pub sandbox: Sandbox,
+    pub shared: Arc<RunShared>,
+    pub scenario: Arc<VuScenario>,
+    pub exec: String,
+    /// VU ids are unique across the run.
+    pub next_id: Arc<AtomicU32>,
+}
+
+impl VuFactory {
+    pub async fn create(&self) -> Result<Vu> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        Vu::new(
+            id,
+            self.scenario.clone(),
+            &self.exec,
+            self.pre.clone(),
+            self.sandbox.clone(),
+            self.shared.clone(),
+        )
+        .await
+    }
+}
+
+/// What a running scenario shares with its VU tasks (its VUs themselves
+/// are handed to the executor separately: they move into the tasks).
+pub struct Scenario {
+    pub factory: VuFactory,
+    pub run: Arc<RunControl>,
+    /// This scenario's own stop: its duration, then its gracefulStop.
+    pub stop: Arc<StopSignal>,
+    pub graceful_stop: Duration,
+    pub segment: Segment,
+}
+
+impl Scenario {
+    /// Neither the run nor this scenario is stopping.
+    pub fn running(&self) -> bool {
+        !self.stop.stopping() && !self.run.stopping()
     }
 
-    /// Interrupt every iteration now.
-    pub fn stop_now(&self) {
-        self.graceful.store(true, Ordering::SeqCst);
-        self.hard.store(true, Ordering::SeqCst);
-        self.hard_tx.send_replace(true);
+    /// Resolves when the run or the scenario starts stopping.
+    pub async fn wait_stopping(&self) {
+        tokio::select! {
+            _ = self.stop.wait_stopping() => {}
+            _ = self.run.stop.wait_stopping() => {}
+        }
     }
 
-    pub fn stopping(&self) -> bool {
-        self.graceful.load(Ordering::Relaxed)
+    /// Resolves when the run or the scenario is stopped hard.
+    pub async fn wait_hard(&self) {
+        tokio::select! {
+            _ = self.stop.wait_hard() => {}
+            _ = self.run.stop.wait_hard() => {}
+        }
     }
 
+    /// Whether an interruption just seen was a hard stop (rather than a
+    /// ramp-down cut).
     pub fn hard_stopped(&self) -> bool {
-        self.hard.load(Ordering::Relaxed)
+        self.stop.hard_stopped() || self.run.hard_stopped()
     }
 
-    /// Resolves when the run is hard-stopped.
-    pub async fn wait_hard_stop(&self) {
-        let mut rx = self.hard_tx.subscribe();
-        let _ = rx.wait_for(|stopped| *stopped).await;
-    }
-
-    /// Stop gracefully after `run_for`, then hard after `graceful`
-    /// more. Returns the timer task, to abort when the run ends early.
-    pub fn schedule_stop(
-        self: &Arc<Self>,
-        run_for: Duration,
-        graceful: Duration,
-    ) -> tokio::task::JoinHandle<()> {
-        let ctl = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(run_for).await;
-            ctl.stop_gracefully();
-            tokio::time::sleep(graceful).await;
-            ctl.stop_now();
-        })
+    /// Stop gracefully after `run_for`, hard `graceful_stop` later.
+    pub fn schedule_stop(&self, run_for: Duration) -> tokio::task::JoinHandle<()> {
+        self.stop.schedule(run_for, self.graceful_stop)
     }
 }
 
-/// The loop of one VU: iterate while `may_start` allows and the run is
-/// not stopping; a hard stop interrupts the iteration in flight.
-pub async fn vu_loop(mut vu: Vu, ctl: Arc<RunControl>, may_start: impl Fn() -> bool) -> Vu {
-    ctl.progress.active_vus.fetch_add(1, Ordering::Relaxed);
-    while !ctl.stopping() && may_start() {
-        let outcome = tokio::select! {
-            biased;
-            _ = ctl.wait_hard_stop() => Outcome::Interrupted,
-            o = vu.iterate(&ctl.failures) => o,
-        };
-        let p = &ctl.progress;
-        match outcome {
-            Outcome::Completed => p.completed.fetch_add(1, Ordering::Relaxed),
-            Outcome::Failed(_) => p.failed.fetch_add(1, Ordering::Relaxed),
-            Outcome::Interrupted => {
-                p.interrupted.fetch_add(1, Ordering::Relaxed);
-                break;
-            }
-        };
-        if ctl.hard_stopped() {
+/// Run the scenario `config` with `vus` after its start time.
+pub async fn run_scenario(config: &ScenarioConfig, scenario: Scenario, vus: Vec<Vu>) {
+    if !config.start_time.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(config.start_time) => {}
+            _ = scenario.run.stop.wait_hard() => return,
+        }
+        if scenario.run.stopping() {
+            return;
+        }
+    }
+    config.executor.run(scenario, vus).await;
+}
+
+/// Run one iteration of `vu`, interrupted by a hard stop of the run or the
+/// scenario, or when `cut` resolves; count it in the progress.
+pub async fn iterate(
+    vu: &mut Vu,
+    sc: &Scenario,
+    lateness: Option<Duration>,
+    cut: impl Future<Output = ()>,
+) -> Outcome {
+    let outcome = tokio::select! {
+        biased;
+        _ = sc.wait_hard() => Outcome::Interrupted,
+        _ = cut => Outcome::Interrupted,
+        o = vu.iterate(&sc.run.failures, lateness) => o,
+    };
+    let p = &sc.run.progress;
+    match &outcome {
+        Outcome::Completed => p.completed.fetch_add(1, Ordering::Relaxed),
+        Outcome::Failed(_) => p.failed.fetch_add(1, Ordering::Relaxed),
+        Outcome::Interrupted => {
+            // The call was abandoned mid-way: the instance is not reusable.
+            vu.reset(&sc.run.failures).await;
+            p.interrupted.fetch_add(1, Ordering::Relaxed)
+        }
+    };
+    outcome
+}
+
+/// The closed-model loop: iterate while the scenario runs and `may_start`
+/// allows.
+pub async fn vu_loop(mut vu: Vu, sc: Arc<Scenario>, may_start: impl Fn(&Vu) -> bool) -> Vu {
+    sc.run.progress.active_vus.fetch_add(1, Ordering::Relaxed);
+    while sc.running() && may_start(&vu) {
+        if iterate(&mut vu, &sc, None, std::future::pending()).await == Outcome::Interrupted {
             break;
         }
     }
-    ctl.progress.active_vus.fetch_sub(1, Ordering::Relaxed);
+    sc.run.progress.active_vus.fetch_sub(1, Ordering::Relaxed);
     vu
 }
 
-/// Run one [`vu_loop`] task per VU and wait for all of them.
-async fn run_all(
+/// Run one [`vu_loop`] task per VU of `sc` and wait for all of them.
+pub async fn run_closed(
+    sc: Scenario,
     vus: Vec<Vu>,
-    ctl: &Arc<RunControl>,
-    may_start: impl Fn() -> bool + Clone + Send + Sync + 'static,
+    may_start: impl Fn(&Vu) -> bool + Clone + Send + Sync + 'static,
 ) {
+    let sc = Arc::new(sc);
     let mut tasks = tokio::task::JoinSet::new();
     for vu in vus {
-        tasks.spawn(vu_loop(vu, ctl.clone(), may_start.clone()));
+        tasks.spawn(vu_loop(vu, sc.clone(), may_start.clone()));
     }
+    join_all(&mut tasks, &sc.run).await;
+}
+
+/// Wait for every task, reporting panics as failures.
+pub async fn join_all<T: 'static>(tasks: &mut tokio::task::JoinSet<T>, run: &RunControl) {
     while let Some(done) = tasks.join_next().await {
         if let Err(e) = done
             && e.is_panic()
         {
-            ctl.failures.report(0, &format!("a VU task panicked: {e}"));
+            run.failures.report(0, &format!("a VU task panicked: {e}"));
         }
     }
+}
+
+/// Scenario env merged for the host: the scenario's own variables.
+pub fn scenario_env(config: &ScenarioConfig) -> HashMap<String, String> {
+    config
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// Parse a k6 duration: `"30s"`, `"1m30s"`, `"1h"`, `"500ms"`, `"1.5s"`,

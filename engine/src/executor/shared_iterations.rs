@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{RunControl, Vu, run_all};
+use super::{Fields, Scenario, Segment, Vu, run_closed};
+use crate::output::format::duration_short;
 
 /// k6's default `maxDuration` for iteration-based executors.
 pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(600);
@@ -16,76 +17,60 @@ pub struct SharedIterations {
     pub vus: u32,
     pub iterations: u64,
     pub max_duration: Duration,
-    pub graceful_stop: Duration,
 }
 
 impl SharedIterations {
-    /// Every problem at once, one per line.
-    pub fn validate(&self) -> Result<(), Vec<String>> {
-        let mut errors = Vec::new();
-        if self.vus == 0 {
-            errors.push("vus must be at least 1".to_owned());
+    pub fn parse(f: &mut Fields<'_>) -> Self {
+        let e = SharedIterations {
+            vus: f.vus("vus", Some(1), 1),
+            iterations: f.count("iterations", Some(1), 1),
+            max_duration: f.duration("maxDuration", Some(DEFAULT_MAX_DURATION)),
+        };
+        if u64::from(e.vus) > e.iterations {
+            f.error(
+                "vus",
+                format!(
+                    "{} VUs for {} iterations: vus must not exceed iterations (the extra VUs would never run)",
+                    e.vus, e.iterations
+                ),
+            );
         }
-        if self.iterations == 0 {
-            errors.push("iterations must be at least 1".to_owned());
+        if e.max_duration.is_zero() {
+            f.error("maxDuration", "must be longer than 0s");
         }
-        if u64::from(self.vus) > self.iterations && self.iterations > 0 {
-            errors.push(format!(
-                "vus ({}) must not exceed iterations ({}): the extra VUs would never run",
-                self.vus, self.iterations
-            ));
-        }
-        if self.max_duration.is_zero() {
-            errors.push("maxDuration must be longer than 0s".to_owned());
-        }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
-        }
+        e
     }
 
-    pub fn describe(&self) -> String {
-        format!(
-            "{} iterations shared among {} VUs (maxDuration: {}, gracefulStop: {})",
-            self.iterations,
-            self.vus,
-            crate::output::format::duration_short(self.max_duration),
-            crate::output::format::duration_short(self.graceful_stop)
+    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+        seg.scale(u64::from(self.vus)) as u32
+    }
+
+    pub fn max_vus(&self, seg: &Segment) -> u32 {
+        self.initial_vus(seg)
+    }
+
+    pub fn max_duration(&self) -> Duration {
+        self.max_duration
+    }
+
+    pub fn describe(&self) -> (String, String) {
+        (
+            format!(
+                "{} iterations shared among {} VUs",
+                self.iterations, self.vus
+            ),
+            format!("maxDuration: {}", duration_short(self.max_duration)),
         )
     }
 
-    pub async fn run(&self, vus: Vec<Vu>, ctl: Arc<RunControl>) {
-        let timer = ctl.schedule_stop(self.max_duration, self.graceful_stop);
+    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
+        let timer = sc.schedule_stop(self.max_duration);
+        let total = sc.segment.scale(self.iterations);
         let claimed = Arc::new(AtomicU64::new(0));
-        let total = self.iterations;
-        run_all(vus, &ctl, move || {
+        run_closed(sc, vus, move |_| {
             claimed.fetch_add(1, Ordering::Relaxed) < total
         })
         .await;
         timer.abort();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn validation_reports_every_problem() {
-        let e = SharedIterations {
-            vus: 0,
-            iterations: 0,
-            max_duration: Duration::ZERO,
-            graceful_stop: Duration::ZERO,
-        };
-        assert_eq!(e.validate().unwrap_err().len(), 3);
-        let e = SharedIterations {
-            vus: 5,
-            iterations: 2,
-            max_duration: DEFAULT_MAX_DURATION,
-            graceful_stop: Duration::ZERO,
-        };
-        assert!(e.validate().unwrap_err()[0].contains("must not exceed"));
     }
 }

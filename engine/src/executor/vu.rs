@@ -7,15 +7,15 @@
 //! connections.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wasmtime::Store;
 
 use super::Failures;
 use crate::WasmtimeResult;
-use crate::host::{self, RunShared, Stopped, Test, TestPre, VuState};
-use crate::metrics::{Builtin, TagSet, Tags};
+use crate::host::{self, RunShared, Stopped, Test, TestPre, VuScenario, VuState};
+use crate::metrics::{Builtin, Recorder, TagSet, Tags};
 use crate::sandbox::Sandbox;
 
 /// How an iteration ended.
@@ -43,7 +43,7 @@ impl Vu {
     /// Instantiate the VU `id` of `scenario`.
     pub async fn new(
         id: u32,
-        scenario: &str,
+        scenario: Arc<VuScenario>,
         exec: &str,
         pre: Arc<TestPre<VuState>>,
         sandbox: Sandbox,
@@ -68,10 +68,14 @@ impl Vu {
         })
     }
 
-    /// Run one iteration and record `iterations` and `iteration_duration`.
-    pub async fn iterate(&mut self, failures: &Failures) -> Outcome {
+    /// Run one iteration and record `iterations` and `iteration_duration`
+    /// (and, when the executor has a schedule, how late the iteration
+    /// started: `iteration_duration_corrected`).
+    pub async fn iterate(&mut self, failures: &Failures, lateness: Option<Duration>) -> Outcome {
         let started = Instant::now();
-        self.store.data_mut().running_since = started;
+        let state = self.store.data_mut();
+        state.running_since = started;
+        state.lateness = lateness;
         let result = self.test.call_iteration(&mut self.store, &self.exec).await;
         let elapsed = started.elapsed();
         let outcome = match result {
@@ -92,33 +96,37 @@ impl Vu {
         let rec = &state.shared.recorder;
         match &outcome {
             Outcome::Interrupted => {}
-            Outcome::Completed => record_iteration(rec, &self.tags, elapsed, false),
+            Outcome::Completed => record_iteration(rec, &self.tags, elapsed, lateness, false),
             Outcome::Failed(message) => {
-                record_iteration(rec, &self.tags, elapsed, true);
+                record_iteration(rec, &self.tags, elapsed, lateness, true);
                 failures.report(self.id, message);
             }
         }
         outcome
     }
 
+    /// Give the VU a fresh instance after an iteration was abandoned
+    /// mid-call (interrupted): the old one may hold half-done state.
+    pub async fn reset(&mut self, failures: &Failures) {
+        if let Err(e) = self.renew().await {
+            failures.report(self.id, &format!("{e:#}"));
+        }
+    }
+
     /// Replace a trapped instance with a fresh one, keeping the VU's
     /// identity, iteration count and connections.
     async fn renew(&mut self) -> Result<()> {
         let old = self.store.data_mut();
-        let mut state = VuState::new(old.shared.clone(), &self.sandbox, self.id, &old.scenario);
+        let mut state = VuState::new(
+            old.shared.clone(),
+            &self.sandbox,
+            self.id,
+            old.scenario.clone(),
+        );
         state.iteration = old.iteration;
         state.conns = std::mem::take(&mut old.conns);
-        // Free the old instance's pool slot before taking a new one.
-        let placeholder = host::new_store(
-            &self.sandbox.engine,
-            VuState::new(
-                state.shared.clone(),
-                &self.sandbox,
-                self.id,
-                &state.scenario,
-            ),
-        );
-        drop(std::mem::replace(&mut self.store, placeholder));
+        // Assigning drops the old store, which frees its pool slot before
+        // the new instance takes one.
         self.store = host::new_store(&self.sandbox.engine, state);
         self.test = self
             .pre
@@ -127,6 +135,11 @@ impl Vu {
             .anyhow()
             .with_context(|| format!("cannot restart VU {} after a trap", self.id))?;
         Ok(())
+    }
+
+    /// Iterations this VU started (in its scenario).
+    pub fn iterations_started(&self) -> u64 {
+        self.store.data().iteration
     }
 
     /// Open connections this VU keeps.
@@ -167,9 +180,10 @@ pub fn explain_trap(state: &mut VuState, trap: &wasmtime::Error) -> Outcome {
 }
 
 fn record_iteration(
-    rec: &crate::metrics::Recorder,
+    rec: &Recorder,
     tags: &Tags,
-    elapsed: std::time::Duration,
+    elapsed: Duration,
+    lateness: Option<Duration>,
     failed: bool,
 ) {
     rec.record(tags, &[(Builtin::Iterations.id(), 1.0)]);
@@ -177,6 +191,13 @@ fn record_iteration(
         tags,
         &[(Builtin::IterationDuration.id(), elapsed.as_nanos() as u64)],
     );
+    if let Some(late) = lateness {
+        let corrected = (elapsed + late).as_nanos() as u64;
+        rec.record_nanos(
+            tags,
+            &[(Builtin::IterationDurationCorrected.id(), corrected)],
+        );
+    }
     if failed {
         rec.record(tags, &[(Builtin::IterationsFailed.id(), 1.0)]);
     }

@@ -44,7 +44,14 @@ impl VuState {
         name: Option<String>,
         tags: &TagSet,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
-        record_request(&self.shared.recorder, tags, name.as_deref(), &resp);
+        let lateness = self.lateness.map(|l| l.as_nanos() as u64);
+        record_request(
+            &self.shared.recorder,
+            tags,
+            name.as_deref(),
+            &resp,
+            lateness,
+        );
         Ok(self.table.push(resp)?)
     }
 }

@@ -58,6 +58,35 @@ pub struct RunShared {
     pub run_tags: TagSet,
 }
 
+/// The scenario a VU runs, as the host sees it: its name, its own `env`
+/// (looked up before the run's `-e` variables) and its tags.
+#[derive(Debug)]
+pub struct VuScenario {
+    pub name: Arc<str>,
+    pub env: HashMap<String, String>,
+    /// The run's tags, the scenario's tags and `scenario=<name>`.
+    pub tags: Tags,
+}
+
+impl VuScenario {
+    pub fn new(
+        name: &str,
+        env: HashMap<String, String>,
+        tags: impl IntoIterator<Item = (String, String)>,
+        run_tags: &TagSet,
+    ) -> Arc<VuScenario> {
+        let tags = run_tags.with(
+            tags.into_iter()
+                .chain([("scenario".to_owned(), name.to_owned())]),
+        );
+        Arc::new(VuScenario {
+            name: name.into(),
+            env,
+            tags: Arc::new(tags),
+        })
+    }
+}
+
 /// Why a guest was stopped by the engine rather than by its own trap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stopped {
@@ -74,9 +103,12 @@ pub struct VuState {
     pub vu_id: u32,
     /// Iterations this VU started before the current one.
     pub iteration: u64,
-    pub scenario: Arc<str>,
-    /// `scenario` plus the run's tags: the base of every sample's tags.
+    pub scenario: Arc<VuScenario>,
+    /// The scenario's tags: the base of every sample's tags.
     pub base_tags: Tags,
+    /// How late the current iteration started against its schedule, for
+    /// open-model executors; `None` for closed-model ones.
+    pub lateness: Option<Duration>,
     pub conns: VuConnections,
     pub table: ResourceTable,
     pub limiter: MemoryLimiter,
@@ -95,14 +127,19 @@ pub struct VuState {
 }
 
 impl VuState {
-    pub fn new(shared: Arc<RunShared>, sandbox: &Sandbox, vu_id: u32, scenario: &str) -> VuState {
-        let base_tags = Arc::new(shared.run_tags.with([("scenario", scenario)]));
+    pub fn new(
+        shared: Arc<RunShared>,
+        sandbox: &Sandbox,
+        vu_id: u32,
+        scenario: Arc<VuScenario>,
+    ) -> VuState {
         VuState {
             shared,
             vu_id,
             iteration: 0,
-            scenario: scenario.into(),
-            base_tags,
+            base_tags: scenario.tags.clone(),
+            scenario,
+            lateness: None,
             conns: VuConnections::default(),
             table: ResourceTable::new(),
             limiter: MemoryLimiter::new(sandbox.limits.memory),

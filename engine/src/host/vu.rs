@@ -16,7 +16,7 @@ impl Host for VuState {
     }
 
     fn scenario(&mut self) -> wasmtime::Result<String> {
-        Ok(self.scenario.to_string())
+        Ok(self.scenario.name.to_string())
     }
 
     async fn sleep(&mut self, duration: u64) -> wasmtime::Result<()> {
@@ -26,7 +26,8 @@ impl Host for VuState {
     }
 
     fn env(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.shared.env.get(&key).cloned())
+        let scenario = self.scenario.env.get(&key);
+        Ok(scenario.or_else(|| self.shared.env.get(&key)).cloned())
     }
 
     fn setup_data(&mut self) -> wasmtime::Result<Option<String>> {

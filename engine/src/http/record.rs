@@ -15,7 +15,16 @@ pub fn is_expected(status: u16) -> bool {
 /// Record `resp` with k6's tags: `method`, `url`, `name` (the grouping name,
 /// defaulting to the URL), `status`, `expected_response`, `error_code` when
 /// there is one, plus `base` (scenario, test-wide and request tags).
-pub fn record_request(rec: &Recorder, base: &TagSet, name: Option<&str>, resp: &HttpResponse) {
+/// `lateness` (ns) is how late the iteration started against its schedule
+/// (open-model executors): it adds `http_req_duration_corrected`, the
+/// duration as seen from when the request should have gone out.
+pub fn record_request(
+    rec: &Recorder,
+    base: &TagSet,
+    name: Option<&str>,
+    resp: &HttpResponse,
+    lateness: Option<u64>,
+) {
     let expected = is_expected(resp.status);
     let status = resp.status.to_string();
     let code = resp.error_code();
@@ -65,4 +74,10 @@ pub fn record_request(rec: &Recorder, base: &TagSet, name: Option<&str>, resp: &
             (Builtin::HttpReqReceiving.id(), t.receiving),
         ],
     );
+    if let Some(late) = lateness {
+        rec.record_nanos(
+            &set,
+            &[(Builtin::HttpReqDurationCorrected.id(), t.duration + late)],
+        );
+    }
 }

@@ -68,10 +68,13 @@ pub enum Builtin {
     Vus,
     VusMax,
     Checks,
+    DroppedIterations,
+    IterationDurationCorrected,
+    HttpReqDurationCorrected,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 17] = [
+    pub const ALL: [Builtin; 20] = [
         Builtin::HttpReqs,
         Builtin::HttpReqDuration,
         Builtin::HttpReqBlocked,
@@ -89,6 +92,9 @@ impl Builtin {
         Builtin::Vus,
         Builtin::VusMax,
         Builtin::Checks,
+        Builtin::DroppedIterations,
+        Builtin::IterationDurationCorrected,
+        Builtin::HttpReqDurationCorrected,
     ];
 
     pub fn id(self) -> MetricId {
@@ -119,6 +125,23 @@ impl Builtin {
             Vus => ("vus", MetricKind::Gauge, ValueKind::Default),
             VusMax => ("vus_max", MetricKind::Gauge, ValueKind::Default),
             Checks => ("checks", MetricKind::Rate, ValueKind::Default),
+            DroppedIterations => (
+                "dropped_iterations",
+                MetricKind::Counter,
+                ValueKind::Default,
+            ),
+            // Coordinated-omission corrected: measured from the scheduled
+            // start of the iteration (open-model executors only).
+            IterationDurationCorrected => (
+                "iteration_duration_corrected",
+                MetricKind::Trend,
+                ValueKind::Time,
+            ),
+            HttpReqDurationCorrected => (
+                "http_req_duration_corrected",
+                MetricKind::Trend,
+                ValueKind::Time,
+            ),
         };
         MetricDef {
             name: name.to_owned(),

@@ -42,6 +42,16 @@ pub fn duration_short(d: Duration) -> String {
     }
 }
 
+/// A rate's unit: `s` for one second, else the duration (`1m`, `500ms`).
+pub fn per_unit(unit: Duration) -> String {
+    match unit.as_secs_f64() {
+        1.0 => "s".to_owned(),
+        60.0 => "m".to_owned(),
+        3600.0 => "h".to_owned(),
+        _ => duration_short(unit),
+    }
+}
+
 /// Bytes in SI units, as k6 prints them.
 pub fn bytes(n: f64) -> String {
     const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];

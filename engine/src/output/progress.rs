@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::executor::RunControl;
 use crate::executor::vu::untagged;
+use crate::executor::{RunControl, ScenarioConfig, Segment};
 use crate::metrics::{Builtin, Recorder};
 
 use super::format::duration_short;
@@ -37,11 +37,15 @@ pub async fn run(
             continue;
         }
         let line = format!(
-            "running ({}/{}), {active}/{max_vus} VUs, {} complete and {} interrupted iterations{}",
+            "running ({}/{}), {active}/{max_vus} VUs, {} complete and {} interrupted iterations{}{}",
             clock(started.elapsed()),
             clock(total),
             p.completed.load(Ordering::Relaxed) + p.failed.load(Ordering::Relaxed),
             p.interrupted.load(Ordering::Relaxed),
+            match p.dropped.load(Ordering::Relaxed) {
+                0 => String::new(),
+                n => format!(", {n} dropped"),
+            },
             if ctl.stopping() { " (stopping)" } else { "" },
         );
         let mut err = std::io::stderr().lock();
@@ -68,16 +72,42 @@ fn clock(d: Duration) -> String {
     format!("{m}m{:04.1}s", s - m * 60.0)
 }
 
-/// The header printed before the run starts.
+/// The header printed before the run starts, like k6's.
 pub fn header(
     test: &str,
-    scenario: &str,
+    scenarios: &[ScenarioConfig],
     max_vus: u32,
     max_total: Duration,
-    description: &str,
+    seg: &Segment,
 ) -> String {
-    format!(
-        "\n  execution: local\n     script: {test}\n\n  scenarios: (100.00%) 1 scenario, {max_vus} max VUs, {} max duration (incl. graceful stop):\n           * {scenario}: {description}\n",
+    let n = scenarios.len();
+    let mut out = format!("\n  execution: local\n     script: {test}\n");
+    if !seg.is_full() {
+        out.push_str(&format!("    segment: {seg}\n"));
+    }
+    out.push_str(&format!(
+        "\n  scenarios: (100.00%) {n} scenario{}, {max_vus} max VUs, {} max duration (incl. graceful stop):\n",
+        if n == 1 { "" } else { "s" },
         duration_short(max_total)
-    )
+    ));
+    for s in scenarios {
+        let (what, details) = s.executor.describe();
+        let mut extras = Vec::new();
+        if !details.is_empty() {
+            extras.push(details);
+        }
+        if s.exec != "default" {
+            extras.push(format!("exec: {}", s.exec));
+        }
+        if !s.start_time.is_zero() {
+            extras.push(format!("startTime: {}", duration_short(s.start_time)));
+        }
+        extras.push(format!("gracefulStop: {}", duration_short(s.graceful_stop)));
+        out.push_str(&format!(
+            "           * {}: {what} ({})\n",
+            s.name,
+            extras.join(", ")
+        ));
+    }
+    out
 }

@@ -16,7 +16,10 @@ const SECTIONS: [(&str, Belongs); 4] = [
     ("CUSTOM", |d| !d.builtin),
     ("HTTP", |d| d.builtin && d.name.starts_with("http_")),
     ("EXECUTION", |d| {
-        d.builtin && (d.name.starts_with("iteration") || d.name.starts_with("vus"))
+        d.builtin
+            && (d.name.starts_with("iteration")
+                || d.name.starts_with("vus")
+                || d.name == "dropped_iterations")
     }),
     ("NETWORK", |d| d.builtin && d.name.starts_with("data_")),
 ];

@@ -13,12 +13,14 @@
 //!
 //! Teardown logs the setup data it received.
 //!
-//! Every mode first sends `GET ${BASE_URL}/` so that the server sees it.
+//! Every mode first sends `GET ${BASE_URL}${TARGET_PATH}` (default `/`)
+//! so that the server sees it.
 
 use wload_sdk::prelude::*;
 
 struct Faults {
     base: String,
+    path: String,
     fault: String,
     hoard: Vec<Vec<u8>>,
 }
@@ -27,6 +29,7 @@ impl Test for Faults {
     fn new() -> Self {
         Faults {
             base: vu::env_or("BASE_URL", "http://127.0.0.1:8080"),
+            path: vu::env_or("TARGET_PATH", "/"),
             fault: vu::env_or("FAULT", "checks"),
             hoard: Vec::new(),
         }
@@ -46,7 +49,7 @@ impl Test for Faults {
     }
 
     fn iteration(&mut self) -> Result<()> {
-        let res = http::get(&format!("{}/", self.base.trim_end_matches('/')));
+        let res = http::get(&format!("{}{}", self.base.trim_end_matches('/'), self.path));
         let n = vu::iteration();
         match self.fault.as_str() {
             "loop" => {
