@@ -212,7 +212,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let recorder = Arc::new(Recorder::new(registry));
     let shared = Arc::new(RunShared {
         recorder: recorder.clone(),
-        client: Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024))),
+        client: Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024))?),
         env: opts.env.clone(),
         setup_data: OnceLock::new(),
         run_tags: TagSet::new(opts.tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),

@@ -7,4 +7,5 @@ mod support;
 
 mod errors;
 mod load;
+mod http;
 mod results;
