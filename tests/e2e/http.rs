@@ -24,9 +24,7 @@ fn tls_server(name: &str, alpn: &[&[u8]]) -> (TargetServer, PathBuf) {
     let dir = scratch(&format!("{name}_cert"));
     let pem = dir.join("cert.pem");
     std::fs::write(&pem, certified.cert.pem()).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(
-        certified.signing_key.serialize_der().into(),
-    );
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -70,7 +68,9 @@ fn https_negotiates_http2_by_alpn_and_multiplexes_on_few_connections() {
     let run = features(
         "tls_h2",
         &base,
-        &format!("--vus 2 --iterations 20 -e MODE=proto -e EXPECT_PROTO=HTTP/2.0 -e EXPECT_TLS=tls1.3 --tls-ca {ca}"),
+        &format!(
+            "--vus 2 --iterations 20 -e MODE=proto -e EXPECT_PROTO=HTTP/2.0 -e EXPECT_TLS=tls1.3 --tls-ca {ca}"
+        ),
     );
     all_pass(&run);
     assert_eq!(run.metric("http_reqs", "count"), 20.0);
@@ -82,7 +82,9 @@ fn https_negotiates_http2_by_alpn_and_multiplexes_on_few_connections() {
     let run = features(
         "tls_h1",
         &base,
-        &format!("--vus 1 --iterations 5 -e MODE=proto -e EXPECT_PROTO=HTTP/1.1 -e EXPECT_TLS=tls1.3 --tls-ca {ca} --no-http2"),
+        &format!(
+            "--vus 1 --iterations 5 -e MODE=proto -e EXPECT_PROTO=HTTP/1.1 -e EXPECT_TLS=tls1.3 --tls-ca {ca} --no-http2"
+        ),
     );
     all_pass(&run);
 }
@@ -94,11 +96,18 @@ fn batches_share_one_http2_connection() {
     let run = features(
         "tls_batch",
         &base,
-        &format!("--vus 1 --iterations 3 -e MODE=batch -e BATCH_N=8 --tls-ca {}", ca.display()),
+        &format!(
+            "--vus 1 --iterations 3 -e MODE=batch -e BATCH_N=8 --tls-ca {}",
+            ca.display()
+        ),
     );
     all_pass(&run);
     assert_eq!(run.metric("http_reqs", "count"), 48.0);
-    assert_eq!(server.stats.connections(), 1, "streams were not multiplexed");
+    assert_eq!(
+        server.stats.connections(),
+        1,
+        "streams were not multiplexed"
+    );
 }
 
 #[test]
@@ -109,7 +118,9 @@ fn tls_failures_carry_their_codes_and_insecure_skips_verification() {
     let run = features(
         "tls_unknown",
         "http://unused",
-        &format!("--iterations 2 -e MODE=error -e TARGET=https://localhost:{port}/ -e EXPECT_CODE=1310"),
+        &format!(
+            "--iterations 2 -e MODE=error -e TARGET=https://localhost:{port}/ -e EXPECT_CODE=1310"
+        ),
     );
     all_pass(&run);
     assert_eq!(run.metric("http_req_failed", "passes"), 2.0);
@@ -127,7 +138,9 @@ fn tls_failures_carry_their_codes_and_insecure_skips_verification() {
     let run = features(
         "tls_plain",
         "http://unused",
-        &format!("--iterations 1 -e MODE=error -e TARGET=http://127.0.0.1:{port}/ -e EXPECT_CODE=1000"),
+        &format!(
+            "--iterations 1 -e MODE=error -e TARGET=http://127.0.0.1:{port}/ -e EXPECT_CODE=1000"
+        ),
     );
     all_pass(&run);
     let run = features(
@@ -143,7 +156,10 @@ fn h2c_with_prior_knowledge() {
     let server = runtime()
         .block_on(TargetServer::start_with(
             ([127, 0, 0, 1], 0).into(),
-            ServeOptions { tls: None, h2c: true },
+            ServeOptions {
+                tls: None,
+                h2c: true,
+            },
         ))
         .unwrap();
     let run = features(
@@ -191,7 +207,6 @@ fn redirects_are_followed_measured_and_limited() {
     assert_eq!(run.metric("http_reqs", "count"), 21.0);
     assert_eq!(server.stats.requests(), 21);
     assert_eq!(run.metric("http_req_failed", "passes"), 0.0);
-
 }
 
 #[test]
@@ -291,7 +306,9 @@ fn expect_code(name: &str, target: &str, code: u32, extra: &str) -> Finished {
     let run = features(
         name,
         "http://unused",
-        &format!("--vus 2 --iterations 4 -e MODE=error -e TARGET={target} -e EXPECT_CODE={code} {extra}"),
+        &format!(
+            "--vus 2 --iterations 4 -e MODE=error -e TARGET={target} -e EXPECT_CODE={code} {extra}"
+        ),
     );
     all_pass(&run);
     assert_eq!(run.metric("http_req_failed", "passes"), 4.0);
@@ -302,7 +319,10 @@ fn expect_code(name: &str, target: &str, code: u32, extra: &str) -> Finished {
 #[test]
 fn misbehaving_servers_are_counted_with_error_codes() {
     // Refused: a port nobody listens on any more.
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     expect_code("refused", &format!("http://{closed}/"), 1212, "");
 
     // Reset in the middle of the body.
@@ -321,7 +341,12 @@ fn misbehaving_servers_are_counted_with_error_codes() {
         std::thread::sleep(Duration::from_secs(3));
         drop(s);
     });
-    let run = expect_code("hang", &format!("http://{hang}/"), 1050, "-e TIMEOUT_MS=300");
+    let run = expect_code(
+        "hang",
+        &format!("http://{hang}/"),
+        1050,
+        "-e TIMEOUT_MS=300",
+    );
     assert!(run.metric("http_req_duration", "max") >= 290.0);
 
     // Garbage instead of HTTP.

@@ -6,6 +6,6 @@
 mod support;
 
 mod errors;
-mod load;
 mod http;
+mod load;
 mod results;

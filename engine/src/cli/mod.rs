@@ -194,7 +194,10 @@ impl HttpArgs {
             tls: TlsOptions {
                 insecure_skip_verify: self.insecure_skip_tls_verify,
                 ca_files: self.tls_ca.clone(),
-                client_cert: self.tls_client_cert.clone().zip(self.tls_client_key.clone()),
+                client_cert: self
+                    .tls_client_cert
+                    .clone()
+                    .zip(self.tls_client_key.clone()),
             },
             http2: !self.no_http2,
             h2c: self.h2c,

@@ -157,16 +157,16 @@ impl Host for VuState {
             .with_jar(|jar| jar.matching(secure, &host, &path)))
     }
 
-    fn set_cookie(
-        &mut self,
-        url: String,
-        cookie: String,
-    ) -> wasmtime::Result<Result<(), String>> {
+    fn set_cookie(&mut self, url: String, cookie: String) -> wasmtime::Result<Result<(), String>> {
         let Some((_, host, path)) = cookie_scope(&url) else {
-            return Ok(Err(format!("invalid URL {url:?}: expected http:// or https://")));
+            return Ok(Err(format!(
+                "invalid URL {url:?}: expected http:// or https://"
+            )));
         };
         if cookie::Cookie::parse(cookie.as_str()).is_err() {
-            return Ok(Err(format!("invalid cookie {cookie:?}: expected name=value[; attributes]")));
+            return Ok(Err(format!(
+                "invalid cookie {cookie:?}: expected name=value[; attributes]"
+            )));
         }
         self.conns
             .with_jar(|jar| jar.store_header(&host, &path, &cookie));

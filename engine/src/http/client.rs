@@ -270,7 +270,12 @@ impl Client {
     /// A batch member: like [`Client::send`], but the first hop waits at
     /// the origin's gate while another task opens a connection that may be
     /// HTTP/2 and so carry this request too.
-    async fn send_batched(&self, conns: &VuConnections, key: &str, spec: RequestSpec) -> HttpResponse {
+    async fn send_batched(
+        &self,
+        conns: &VuConnections,
+        key: &str,
+        spec: RequestSpec,
+    ) -> HttpResponse {
         let may_share = self.config.http2 && !self.config.no_connection_reuse;
         let multiplexed = key.starts_with("https://") || self.config.h2c;
         let gate = (may_share && multiplexed)

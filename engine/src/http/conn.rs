@@ -166,7 +166,11 @@ pub struct Handshake {
 impl Conn {
     /// Set up HTTP (and TLS) on `stream` and start hyper's driver task.
     /// Returns the connection and the nanoseconds the TLS handshake took.
-    pub async fn open(stream: TcpStream, how: Handshake, host: &str) -> Result<(Conn, u64), HttpError> {
+    pub async fn open(
+        stream: TcpStream,
+        how: Handshake,
+        host: &str,
+    ) -> Result<(Conn, u64), HttpError> {
         let _ = stream.set_nodelay(true);
         let marks = Arc::new(IoMarks::default());
         let io = MeteredIo {
@@ -177,7 +181,15 @@ impl Conn {
             None => {
                 let proto = if how.h2c { Proto::Http2 } else { Proto::Http1 };
                 let sender = handshake(io, proto).await?;
-                Ok((Conn { sender, marks, reused: false, tls_version: None }, 0))
+                Ok((
+                    Conn {
+                        sender,
+                        marks,
+                        reused: false,
+                        tls_version: None,
+                    },
+                    0,
+                ))
             }
             Some((connector, name)) => {
                 let started = now_ns();
@@ -193,7 +205,15 @@ impl Conn {
                 };
                 let tls_version = version_tag(session.protocol_version());
                 let sender = handshake(tls, proto).await?;
-                Ok((Conn { sender, marks, reused: false, tls_version }, tls_ns))
+                Ok((
+                    Conn {
+                        sender,
+                        marks,
+                        reused: false,
+                        tls_version,
+                    },
+                    tls_ns,
+                ))
             }
         }
     }
@@ -230,7 +250,10 @@ impl Conn {
 
     /// Bytes written and read since the last call: this request's share.
     pub fn take_bytes(&self) -> (u64, u64) {
-        (self.marks.written.swap(0, Relaxed), self.marks.read.swap(0, Relaxed))
+        (
+            self.marks.written.swap(0, Relaxed),
+            self.marks.read.swap(0, Relaxed),
+        )
     }
 
     /// Whether the connection can take another request.

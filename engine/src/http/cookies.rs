@@ -100,8 +100,7 @@ impl CookieJar {
     /// path first as RFC 6265 asks.
     pub fn matching(&mut self, secure: bool, host: &str, path: &str) -> Vec<(String, String)> {
         let now = SystemTime::now();
-        self.cookies
-            .retain(|c| c.expires.is_none_or(|t| t > now));
+        self.cookies.retain(|c| c.expires.is_none_or(|t| t > now));
         let host = host.to_ascii_lowercase();
         let mut found: Vec<&StoredCookie> = self
             .cookies
@@ -115,7 +114,7 @@ impl CookieJar {
                 host_ok && path_matches(path, &c.path) && (secure || !c.secure)
             })
             .collect();
-        found.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+        found.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
         found
             .into_iter()
             .map(|c| (c.name.clone(), c.value.clone()))
@@ -190,9 +189,17 @@ mod tests {
             jar.header_for(false, "www.example.test", "/").as_deref(),
             Some("dom=4")
         );
-        assert!(jar.header_for(true, "example.test", "/").unwrap().contains("sec=3"));
+        assert!(
+            jar.header_for(true, "example.test", "/")
+                .unwrap()
+                .contains("sec=3")
+        );
         jar.store_header("example.test", "/", "sid=gone; Path=/; Max-Age=0");
-        assert!(!jar.header_for(false, "example.test", "/").unwrap().contains("sid"));
+        assert!(
+            !jar.header_for(false, "example.test", "/")
+                .unwrap()
+                .contains("sid")
+        );
         jar.clear();
         assert!(jar.is_empty());
     }

@@ -12,7 +12,10 @@ pub fn is_encoded(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|e| !e.trim().eq_ignore_ascii_case("identity")))
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|e| !e.trim().eq_ignore_ascii_case("identity"))
+        })
 }
 
 /// Decode `body` by its `Content-Encoding` (codings applied in order, so
@@ -31,7 +34,10 @@ pub fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, String> {
             // "deflate" is zlib-wrapped by the spec, raw in some servers.
             "deflate" => read_all(flate2::read::ZlibDecoder::new(&data[..]), "deflate")
                 .or_else(|_| read_all(flate2::read::DeflateDecoder::new(&data[..]), "deflate"))?,
-            "br" => read_all(brotli_decompressor::Decompressor::new(&data[..], 4096), "br")?,
+            "br" => read_all(
+                brotli_decompressor::Decompressor::new(&data[..], 4096),
+                "br",
+            )?,
             "zstd" => {
                 let decoder = ruzstd::decoding::StreamingDecoder::new(&data[..])
                     .map_err(|e| format!("cannot decode zstd body: {e}"))?;
@@ -70,7 +76,10 @@ mod tests {
         assert_eq!(decode(&headers("gzip"), &gz).unwrap(), plain);
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         z.write_all(&plain).unwrap();
-        assert_eq!(decode(&headers("deflate"), &z.finish().unwrap()).unwrap(), plain);
+        assert_eq!(
+            decode(&headers("deflate"), &z.finish().unwrap()).unwrap(),
+            plain
+        );
         assert!(decode(&headers("gzip"), b"not gzip").is_err());
         assert!(decode(&headers("compress"), b"x").is_err());
         assert!(!is_encoded(&headers("identity")));

@@ -9,9 +9,12 @@ use std::time::{Duration, Instant};
 
 use super::error::{ErrorCode, HttpError};
 
+/// Answers by `(host, port)`, with when they were looked up.
+type Cache = HashMap<(String, u16), (Vec<SocketAddr>, Instant)>;
+
 pub struct Resolver {
     ttl: Duration,
-    cache: Mutex<HashMap<(String, u16), (Vec<SocketAddr>, Instant)>>,
+    cache: Mutex<Cache>,
 }
 
 impl Resolver {

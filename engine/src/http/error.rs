@@ -60,9 +60,7 @@ impl HttpError {
     /// Classify a failed TLS handshake.
     pub fn from_tls(err: &std::io::Error, host: &str) -> HttpError {
         use rustls::{CertificateError, Error as TlsError};
-        let inner = err
-            .get_ref()
-            .and_then(|e| e.downcast_ref::<TlsError>());
+        let inner = err.get_ref().and_then(|e| e.downcast_ref::<TlsError>());
         let code = match inner {
             Some(TlsError::InvalidCertificate(CertificateError::UnknownIssuer))
             | Some(TlsError::InvalidCertificate(CertificateError::BadSignature)) => {

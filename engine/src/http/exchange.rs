@@ -231,7 +231,12 @@ impl Client {
 
     /// Resolve, dial and handshake. The work runs as its own task: a TLS
     /// handshake is too deep a future to poll on a VU's small fiber stack.
-    async fn connect(&self, target: &Target, t0: u64, timings: &mut Timings) -> Result<Conn, HttpError> {
+    async fn connect(
+        &self,
+        target: &Target,
+        t0: u64,
+        timings: &mut Timings,
+    ) -> Result<Conn, HttpError> {
         let how = Handshake {
             tls: if target.tls {
                 let name = server_name(&target.host).ok_or_else(|| {
@@ -253,9 +258,9 @@ impl Client {
             target.host_header.clone(),
             how,
         ));
-        let dialled = task.await.map_err(|e| {
-            HttpError::new(ErrorCode::Generic, format!("connect task failed: {e}"))
-        })?;
+        let dialled = task
+            .await
+            .map_err(|e| HttpError::new(ErrorCode::Generic, format!("connect task failed: {e}")))?;
         let d = dialled?;
         timings.blocked = d.resolved - t0;
         timings.connecting = d.connected - d.resolved;

@@ -286,7 +286,10 @@ pub fn cookies(url: &str) -> Vec<(String, String)> {
 
 /// The value of the cookie `name` the VU would send to `url`.
 pub fn cookie(url: &str, name: &str) -> Option<String> {
-    cookies(url).into_iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    cookies(url)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
 }
 
 /// Put a cookie in the VU's jar as if `url` had sent
@@ -303,8 +306,11 @@ pub fn clear_cookies() {
 /// A `multipart/form-data` body: text fields and files.
 #[derive(Debug, Clone, Default)]
 pub struct Multipart {
-    parts: Vec<(String, Option<(String, String)>, Vec<u8>)>,
+    parts: Vec<Part>,
 }
+
+/// One field: its name, `(file name, content type)` for files, the data.
+type Part = (String, Option<(String, String)>, Vec<u8>);
 
 impl Multipart {
     pub fn new() -> Self {
@@ -317,7 +323,13 @@ impl Multipart {
         self
     }
     /// A file field with its file name and content type.
-    pub fn file(mut self, name: &str, filename: &str, content_type: &str, data: impl Into<Vec<u8>>) -> Self {
+    pub fn file(
+        mut self,
+        name: &str,
+        filename: &str,
+        content_type: &str,
+        data: impl Into<Vec<u8>>,
+    ) -> Self {
         self.parts.push((
             name.to_owned(),
             Some((filename.to_owned(), content_type.to_owned())),
@@ -334,7 +346,9 @@ impl Multipart {
             if !self.parts.iter().any(|(_, _, d)| contains(d, b.as_bytes())) {
                 break b;
             }
-            n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            n = n
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
         };
         let mut body = Vec::new();
         for (name, file, data) in &self.parts {

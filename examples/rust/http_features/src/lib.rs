@@ -15,8 +15,8 @@
 //! - `sdk`: query, form, multipart and JSON bodies through `/echo`.
 //! - `keep`: with `--discard-response-bodies`, a request that keeps its body.
 
-use wload_sdk::prelude::*;
 use wload_sdk::http::{self, Multipart};
+use wload_sdk::prelude::*;
 
 struct Features {
     base: String,
@@ -47,14 +47,21 @@ impl Test for Features {
                 let want = vu::env_or("EXPECT_PROTO", "HTTP/1.1");
                 check("status is 200", res.status() == 200);
                 check("proto as expected", res.proto() == want);
-                let seen = if want == "HTTP/2.0" { "HTTP/2.0" } else { "HTTP/1.1" };
+                let seen = if want == "HTTP/2.0" {
+                    "HTTP/2.0"
+                } else {
+                    "HTTP/1.1"
+                };
                 check("server saw the proto", res.text() == seen);
                 check(
                     "tls version as expected",
                     res.tls_version() == vu::env_or("EXPECT_TLS", ""),
                 );
                 if vu::iteration() == 0 && !res.tls_version().is_empty() {
-                    check("handshake timed", res.timings().tls_handshaking > Duration::ZERO);
+                    check(
+                        "handshake timed",
+                        res.timings().tls_handshaking > Duration::ZERO,
+                    );
                 }
             }
             "batch" => {
@@ -78,17 +85,25 @@ impl Test for Features {
                 check("redirect: followed to 200", res.status() == 200);
                 check("redirect: 4 hops counted", res.redirects() == 4);
                 check("redirect: final url", res.url() == self.url("/"));
-                let limited = Request::get(self.url("/redirect/3")).max_redirects(1).send();
+                let limited = Request::get(self.url("/redirect/3"))
+                    .max_redirects(1)
+                    .send();
                 check("redirect: limit stops at 302", limited.status() == 302);
                 check("redirect: limit counted", limited.redirects() == 1);
             }
             "cookies" => {
                 if vu::iteration() == 0 {
                     let res = http::get(&self.url("/cookies/set?session=abc&theme=dark"));
-                    check("cookies: server saw them", res.text().contains("session=abc"));
+                    check(
+                        "cookies: server saw them",
+                        res.text().contains("session=abc"),
+                    );
                 } else {
                     let jar = http::cookie(&self.base, "session");
-                    check("cookies: kept across iterations", jar.as_deref() == Some("abc"));
+                    check(
+                        "cookies: kept across iterations",
+                        jar.as_deref() == Some("abc"),
+                    );
                     http::set_cookie(&self.base, "manual=1; Path=/")?;
                     let res = http::get(&self.url("/cookies"));
                     let text = res.text();
@@ -108,7 +123,10 @@ impl Test for Features {
                     let res = Request::get(self.url(&format!("/compressed/{alg}")))
                         .header("accept-encoding", alg)
                         .send();
-                    check(&format!("compress: {alg} decoded"), res.text() == COMPRESSIBLE);
+                    check(
+                        &format!("compress: {alg} decoded"),
+                        res.text() == COMPRESSIBLE,
+                    );
                     check(
                         &format!("compress: {alg} length is decoded"),
                         res.body_len() == COMPRESSIBLE.len() as u64,
@@ -117,10 +135,11 @@ impl Test for Features {
             }
             "error" => {
                 let target = vu::env_or("TARGET", &self.base);
-                let res = Request::get(target).timeout(Duration::from_millis(
-                    vu::env_or("TIMEOUT_MS", "2000").parse()?,
-                ))
-                .send();
+                let res = Request::get(target)
+                    .timeout(Duration::from_millis(
+                        vu::env_or("TIMEOUT_MS", "2000").parse()?,
+                    ))
+                    .send();
                 let want: u32 = vu::env_or("EXPECT_CODE", "0").parse()?;
                 if res.error_code() != want {
                     vu::warn(&format!(
@@ -142,10 +161,11 @@ impl Test for Features {
                 check("expect: 418 answered", bad.status() == 418);
             }
             "sdk" => {
-                let res = Request::get(self.url("/echo"))
-                    .query("q", "a b&c")
-                    .send();
-                check("sdk: query encoded", res.url().ends_with("/echo?q=a%20b%26c"));
+                let res = Request::get(self.url("/echo")).query("q", "a b&c").send();
+                check(
+                    "sdk: query encoded",
+                    res.url().ends_with("/echo?q=a%20b%26c"),
+                );
                 let res = Request::post(self.url("/echo"))
                     .form(&[("name", "wl oad"), ("x", "1&2")])
                     .send();
@@ -156,21 +176,33 @@ impl Test for Features {
                         == Some("application/x-www-form-urlencoded"),
                 );
                 let res = Request::post(self.url("/echo"))
-                    .multipart(Multipart::new().text("a", "1").file("f", "f.txt", "text/plain", "data"))
+                    .multipart(Multipart::new().text("a", "1").file(
+                        "f",
+                        "f.txt",
+                        "text/plain",
+                        "data",
+                    ))
                     .send();
                 let text = res.text();
                 check(
                     "sdk: multipart body",
                     text.contains("name=\"a\"\r\n\r\n1\r\n")
-                        && text.contains("filename=\"f.txt\"\r\ncontent-type: text/plain\r\n\r\ndata\r\n"),
+                        && text.contains(
+                            "filename=\"f.txt\"\r\ncontent-type: text/plain\r\n\r\ndata\r\n",
+                        ),
                 );
-                let res = Request::post(self.url("/echo")).json(&json!({"n": 7}))?.send();
+                let res = Request::post(self.url("/echo"))
+                    .json(&json!({"n": 7}))?
+                    .send();
                 let back: Value = res.json()?;
                 check("sdk: json round trip", back["n"] == 7);
             }
             "keep" => {
                 let dropped = http::get(&self.url("/bytes/100"));
-                check("keep: discarded by default", dropped.body().is_empty() && dropped.body_len() == 100);
+                check(
+                    "keep: discarded by default",
+                    dropped.body().is_empty() && dropped.body_len() == 100,
+                );
                 let kept = Request::get(self.url("/bytes/100")).keep_body().send();
                 check("keep: kept on request", kept.body().len() == 100);
             }
