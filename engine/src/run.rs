@@ -128,7 +128,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
 
     let registry = Arc::new(Registry::new());
     let recorder = Arc::new(Recorder::new(registry));
-    let client = Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024)));
+    let client = Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024))?);
     let make_shared = |run_tags: TagSet| {
         Arc::new(RunShared {
             recorder: recorder.clone(),

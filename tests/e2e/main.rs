@@ -7,5 +7,6 @@ mod support;
 
 mod errors;
 mod executors;
+mod http;
 mod load;
 mod results;

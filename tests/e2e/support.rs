@@ -50,7 +50,7 @@ pub fn guest(name: &str) -> PathBuf {
 }
 
 /// A runtime for the target servers of all tests.
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()

@@ -17,7 +17,7 @@ use crate::component::{Cache, FileKind, detect};
 use crate::config;
 use crate::demo::{HELLO_WASM, server::TargetServer};
 use crate::executor::{Segment, parse_duration};
-use crate::http::ClientConfig;
+use crate::http::{ClientConfig, TlsOptions};
 use crate::output::{export, summary};
 use crate::run::{self, RunOptions, TestSource};
 use crate::sandbox::{Sandbox, SandboxLimits};
@@ -127,6 +127,104 @@ struct LoadArgs {
     /// Compile the test every time instead of using the on-disk cache.
     #[arg(long)]
     no_cache: bool,
+    #[command(flatten)]
+    http: HttpArgs,
+}
+
+/// The HTTP client's run-wide options (k6's names in kebab case).
+#[derive(Debug, Args)]
+struct HttpArgs {
+    /// Accept any TLS certificate (self-signed, expired, other host).
+    #[arg(long)]
+    insecure_skip_tls_verify: bool,
+    /// Also trust the CA certificates in this PEM file (repeatable).
+    #[arg(long = "tls-ca", value_name = "FILE")]
+    tls_ca: Vec<PathBuf>,
+    /// Client certificate chain (PEM) for mutual TLS; needs --tls-client-key.
+    #[arg(long, value_name = "FILE", requires = "tls_client_key")]
+    tls_client_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-client-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_client_cert")]
+    tls_client_key: Option<PathBuf>,
+    /// Do not offer HTTP/2 to https:// targets.
+    #[arg(long, conflicts_with = "h2c")]
+    no_http2: bool,
+    /// Speak HTTP/2 to http:// targets without asking (h2c prior knowledge).
+    #[arg(long)]
+    h2c: bool,
+    /// Open a new connection for every request.
+    #[arg(long)]
+    no_connection_reuse: bool,
+    /// Close a VU's connections at the end of each iteration.
+    #[arg(long)]
+    no_vu_connection_reuse: bool,
+    /// How long DNS answers are reused (0: resolve every new connection).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    dns_ttl: Duration,
+    /// Requests of one http batch in flight at once, per VU.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Requests of one http batch in flight to one host, per VU.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_per_host: u32,
+    /// Redirects followed when a request sets no limit (0: none).
+    #[arg(long, default_value_t = 10)]
+    max_redirects: u32,
+    /// Read and count response bodies but keep none, unless a request asks.
+    #[arg(long)]
+    discard_response_bodies: bool,
+    /// Statuses that are not failures in http_req_failed, e.g. 200-299,404.
+    #[arg(long, default_value = "200-399", value_parser = parse_statuses)]
+    expected_statuses: StatusRanges,
+}
+
+/// Inclusive status ranges of `--expected-statuses`.
+#[derive(Debug, Clone)]
+struct StatusRanges(Vec<(u16, u16)>);
+
+fn parse_statuses(s: &str) -> Result<StatusRanges, String> {
+    let err = || format!("invalid statuses {s:?}: expected e.g. 200-299,404");
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let lo: u16 = lo.trim().parse().map_err(|_| err())?;
+        let hi: u16 = hi.trim().parse().map_err(|_| err())?;
+        if !(100..=999).contains(&lo) || !(100..=999).contains(&hi) || lo > hi {
+            return Err(err());
+        }
+        out.push((lo, hi));
+    }
+    if out.is_empty() {
+        return Err(err());
+    }
+    Ok(StatusRanges(out))
+}
+
+impl HttpArgs {
+    fn config(&self, timeout: Duration) -> ClientConfig {
+        ClientConfig {
+            timeout,
+            batch: self.batch as usize,
+            batch_per_host: self.batch_per_host as usize,
+            max_redirects: self.max_redirects,
+            tls: TlsOptions {
+                insecure_skip_verify: self.insecure_skip_tls_verify,
+                ca_files: self.tls_ca.clone(),
+                client_cert: self
+                    .tls_client_cert
+                    .clone()
+                    .zip(self.tls_client_key.clone()),
+            },
+            http2: !self.no_http2,
+            h2c: self.h2c,
+            dns_ttl: self.dns_ttl,
+            no_connection_reuse: self.no_connection_reuse,
+            no_vu_connection_reuse: self.no_vu_connection_reuse,
+            discard_bodies: self.discard_response_bodies,
+            expected_statuses: self.expected_statuses.0.clone(),
+            ..ClientConfig::default()
+        }
+    }
 }
 
 fn parse_duration_text(s: &str) -> Result<String, String> {
@@ -209,10 +307,7 @@ impl LoadArgs {
                 memory: self.vu_memory,
                 guest_timeout: self.guest_timeout,
             },
-            http: ClientConfig {
-                timeout: self.http_timeout,
-                ..ClientConfig::default()
-            },
+            http: self.http.config(self.http_timeout),
             cache: if self.no_cache {
                 Cache::disabled()
             } else {
@@ -356,6 +451,13 @@ mod tests {
         assert_eq!(parse_key_value("A=b=c"), Ok(("A".into(), "b=c".into())));
         assert!(parse_key_value("novalue").is_err());
         assert!(parse_key_value("=x").is_err());
+        assert_eq!(
+            parse_statuses("200-299, 404").unwrap().0,
+            vec![(200, 299), (404, 404)]
+        );
+        assert!(parse_statuses("299-200").is_err());
+        assert!(parse_statuses("abc").is_err());
+        assert!(parse_statuses("").is_err());
     }
 
     #[test]

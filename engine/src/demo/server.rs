@@ -1,5 +1,7 @@
-//! A small, fast HTTP/1.1 target server (hyper) with endpoints for load
-//! tests, and counters of what it saw.
+//! A small, fast target server (hyper) with endpoints for load tests, and
+//! counters of what it saw. Plain HTTP/1.1 by default; with a rustls
+//! config it serves TLS and picks HTTP/1.1 or HTTP/2 by ALPN, and with
+//! `h2c` it also accepts HTTP/2 with prior knowledge.
 //!
 //! - `GET /`: `hello` (5 bytes)
 //! - `GET /bytes/N`: N deterministic bytes, with their SHA-256 in
@@ -10,6 +12,11 @@
 //! - `GET /stall/PERIOD/LEN`: `hello`, except that the server stalls for
 //!   the first LEN ms of every PERIOD ms (since it started): a request
 //!   arriving then is answered when the stall ends
+//! - `GET /redirect/N`: 302 to `/redirect/N-1`, and `/redirect/0` to `/`
+//! - `GET /cookies/set?k=v&...`: sets those cookies, then 302 to `/cookies`
+//! - `GET /cookies`: the request's `cookie` header as the body
+//! - `GET /compressed/ALG`: a text body encoded with gzip, deflate or zstd
+//! - `GET /proto`: the HTTP version of the request (`HTTP/2.0`, ...)
 //! - anything else: 404
 
 use std::convert::Infallible;
@@ -25,7 +32,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -41,6 +49,9 @@ pub struct ServerStats {
     pub connections: AtomicU64,
     pub open_connections: AtomicU64,
     pub max_open_connections: AtomicU64,
+    /// Requests being handled right now, and the most at once.
+    pub in_flight: AtomicU64,
+    pub max_in_flight: AtomicU64,
 }
 
 impl Default for ServerStats {
@@ -53,6 +64,8 @@ impl Default for ServerStats {
             connections: AtomicU64::new(0),
             open_connections: AtomicU64::new(0),
             max_open_connections: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            max_in_flight: AtomicU64::new(0),
         }
     }
 }
@@ -83,6 +96,18 @@ impl ServerStats {
     pub fn max_open_connections(&self) -> u64 {
         self.max_open_connections.load(Ordering::Relaxed)
     }
+    pub fn max_in_flight(&self) -> u64 {
+        self.max_in_flight.load(Ordering::Relaxed)
+    }
+}
+
+/// How the server talks.
+#[derive(Clone, Default)]
+pub struct ServeOptions {
+    /// Serve TLS with this config (its ALPN list decides HTTP/2).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Accept HTTP/2 with prior knowledge on plain connections as well.
+    pub h2c: bool,
 }
 
 /// A running server; stops when dropped.
@@ -90,24 +115,36 @@ pub struct TargetServer {
     pub addr: SocketAddr,
     pub stats: Arc<ServerStats>,
     stop: watch::Sender<bool>,
+    scheme: &'static str,
 }
 
 impl TargetServer {
     /// Listen on `addr` (use port 0 for any free port) on the current
     /// tokio runtime.
     pub async fn start(addr: SocketAddr) -> Result<TargetServer> {
+        TargetServer::start_with(addr, ServeOptions::default()).await
+    }
+
+    /// [`TargetServer::start`] with TLS and/or h2c.
+    pub async fn start_with(addr: SocketAddr, opts: ServeOptions) -> Result<TargetServer> {
+        let scheme = if opts.tls.is_some() { "https" } else { "http" };
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
         let stats = Arc::new(ServerStats::default());
         let (stop, stopped) = watch::channel(false);
-        tokio::spawn(accept_loop(listener, stats.clone(), stopped));
-        Ok(TargetServer { addr, stats, stop })
+        tokio::spawn(accept_loop(listener, stats.clone(), stopped, opts));
+        Ok(TargetServer {
+            addr,
+            stats,
+            stop,
+            scheme,
+        })
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 }
 
@@ -121,6 +158,7 @@ async fn accept_loop(
     listener: TcpListener,
     stats: Arc<ServerStats>,
     mut stopped: watch::Receiver<bool>,
+    opts: ServeOptions,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -138,18 +176,50 @@ async fn accept_loop(
         stats
             .max_open_connections
             .fetch_max(open, Ordering::Relaxed);
-        let (stats, mut stopped) = (stats.clone(), stopped.clone());
+        let (stats, mut stopped, opts) = (stats.clone(), stopped.clone(), opts.clone());
         tokio::spawn(async move {
-            let svc_stats = stats.clone();
-            let service = service_fn(move |req| handle(req, svc_stats.clone()));
-            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
             tokio::select! {
-                _ = conn.as_mut() => {}
+                _ = serve(stream, stats.clone(), opts) => {}
                 _ = stopped.wait_for(|s| *s) => {}
             }
             stats.open_connections.fetch_sub(1, Ordering::Relaxed);
         });
+    }
+}
+
+/// Serve one connection: HTTP/1.1 on the fast path; TLS (ALPN) or h2c
+/// through hyper-util's protocol detection.
+async fn serve(stream: tokio::net::TcpStream, stats: Arc<ServerStats>, opts: ServeOptions) {
+    let service = service_fn(move |req| handle(req, stats.clone()));
+    match (opts.tls, opts.h2c) {
+        (None, false) => {
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        }
+        (None, true) => {
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        }
+        (Some(tls), _) => {
+            let Ok(stream) = tokio_rustls::TlsAcceptor::from(tls).accept(stream).await else {
+                return;
+            };
+            let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let _ = if h2 {
+                builder
+                    .http2_only()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+            } else {
+                builder
+                    .http1_only()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await
+            };
+        }
     }
 }
 
@@ -175,9 +245,17 @@ async fn handle(
     stats: Arc<ServerStats>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     stats.note_request();
+    let now = stats.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+    stats.max_in_flight.fetch_max(now, Ordering::Relaxed);
+    let resp = route(req, &stats).await;
+    stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+    Ok(resp)
+}
+
+async fn route(req: Request<Incoming>, stats: &ServerStats) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_owned();
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
-    let resp = match (parts.next().unwrap_or(""), parts.next()) {
+    match (parts.next().unwrap_or(""), parts.next()) {
         ("", None) => text(StatusCode::OK, "hello"),
         ("bytes", Some(n)) => match n.parse::<usize>() {
             Ok(n) if n <= MAX_BYTES => {
@@ -245,9 +323,81 @@ async fn handle(
             }
             Err(_) => text(StatusCode::BAD_REQUEST, "delay must be milliseconds"),
         },
+        ("redirect", Some(n)) => match n.parse::<u32>() {
+            Ok(0) => redirect("/"),
+            Ok(n) => redirect(&format!("/redirect/{}", n - 1)),
+            Err(_) => text(StatusCode::BAD_REQUEST, "redirect count must be a number"),
+        },
+        ("cookies", Some("set")) => {
+            let mut r = redirect("/cookies");
+            for pair in req.uri().query().unwrap_or("").split('&') {
+                if let Some((k, v)) = pair.split_once('=')
+                    && let Ok(value) = http::HeaderValue::from_str(&format!("{k}={v}; Path=/"))
+                {
+                    r.headers_mut().append("set-cookie", value);
+                }
+            }
+            r
+        }
+        ("cookies", None) => {
+            let cookie = req
+                .headers()
+                .get("cookie")
+                .map(|v| Bytes::copy_from_slice(v.as_bytes()))
+                .unwrap_or_default();
+            Response::new(Full::new(cookie))
+        }
+        ("compressed", Some(alg)) => match compress(alg, COMPRESSIBLE.as_bytes()) {
+            Some(body) => {
+                let mut r = Response::new(Full::new(Bytes::from(body)));
+                if let Ok(v) = http::HeaderValue::from_str(alg) {
+                    r.headers_mut().insert("content-encoding", v);
+                }
+                r
+            }
+            None => text(StatusCode::BAD_REQUEST, "use gzip, deflate or zstd"),
+        },
+        ("proto", None) => {
+            let version = format!("{:?}", req.version());
+            Response::new(Full::new(Bytes::from(version)))
+        }
         _ => text(StatusCode::NOT_FOUND, "not found"),
-    };
-    Ok(resp)
+    }
+}
+
+/// The plain text of `/compressed/ALG`: repetitive, so it shrinks well.
+pub const COMPRESSIBLE: &str = "wload compresses well. wload compresses well. wload compresses well. \
+    wload compresses well. wload compresses well. wload compresses well.";
+
+fn compress(alg: &str, data: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let level = flate2::Compression::default();
+    match alg {
+        "gzip" => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), level);
+            e.write_all(data).ok()?;
+            e.finish().ok()
+        }
+        "deflate" => {
+            let mut e = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            e.write_all(data).ok()?;
+            e.finish().ok()
+        }
+        "zstd" => Some(ruzstd::encoding::compress_to_vec(
+            data,
+            ruzstd::encoding::CompressionLevel::Fastest,
+        )),
+        _ => None,
+    }
+}
+
+fn redirect(location: &str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = StatusCode::FOUND;
+    if let Ok(v) = http::HeaderValue::from_str(location) {
+        r.headers_mut().insert("location", v);
+    }
+    r
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {

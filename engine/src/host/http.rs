@@ -14,18 +14,36 @@ use crate::metrics::{TagSet, Tags};
 
 /// A guest request split into what the client needs and what the
 /// metrics need.
-fn split(req: wit::Request) -> (RequestSpec, Option<String>, Vec<(String, String)>) {
-    let spec = RequestSpec {
+fn split(
+    req: wit::Request,
+    opts: Option<wit::RequestOptions>,
+) -> (RequestSpec, Option<String>, Vec<(String, String)>) {
+    let mut spec = RequestSpec {
         method: req.method,
         url: req.url,
         headers: req.headers,
         body: req.body,
         timeout: req.timeout.map(Duration::from_nanos),
+        // `keep`, the default, leaves the choice to the run.
         body_mode: match req.body_mode {
-            wit::BodyMode::Keep => BodyMode::Keep,
-            wit::BodyMode::Discard => BodyMode::Discard,
+            wit::BodyMode::Keep => None,
+            wit::BodyMode::Discard => Some(BodyMode::Discard),
         },
+        max_redirects: None,
+        expected_statuses: None,
     };
+    if let Some(o) = opts {
+        spec.max_redirects = o.max_redirects;
+        spec.expected_statuses = o
+            .expected_statuses
+            .map(|r| r.into_iter().map(|r| (r.min, r.max)).collect());
+        if let Some(mode) = o.body_mode {
+            spec.body_mode = Some(match mode {
+                wit::BodyMode::Keep => BodyMode::Keep,
+                wit::BodyMode::Discard => BodyMode::Discard,
+            });
+        }
+    }
     (spec, req.name, req.tags)
 }
 
@@ -38,47 +56,61 @@ impl VuState {
         }
     }
 
+    /// Record the response and its redirect hops, and hand the response
+    /// to the guest.
     fn finish(
         &mut self,
-        resp: HttpResponse,
+        mut resp: HttpResponse,
         name: Option<String>,
         tags: &TagSet,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
+        let rec = &self.shared.recorder;
         let lateness = self.lateness.map(|l| l.as_nanos() as u64);
-        record_request(
-            &self.shared.recorder,
-            tags,
-            name.as_deref(),
-            &resp,
-            lateness,
-        );
+        for hop in &resp.hops {
+            record_request(rec, tags, name.as_deref(), hop, lateness);
+        }
+        record_request(rec, tags, name.as_deref(), &resp, lateness);
+        // The guest only needs how many hops there were.
+        resp.redirects = resp.hops.len() as u32;
+        resp.hops = Vec::new();
         Ok(self.table.push(resp)?)
     }
-}
 
-impl Host for VuState {
-    async fn send(&mut self, req: wit::Request) -> wasmtime::Result<Resource<HttpResponse>> {
-        let (spec, name, tags) = split(req);
+    /// Connections do not outlive an iteration with
+    /// `--no-vu-connection-reuse`.
+    fn note_iteration(&self) {
+        let drop_idle = self.shared.client.config().no_vu_connection_reuse;
+        self.conns.begin_iteration(self.iteration, drop_idle);
+    }
+
+    async fn send_one(
+        &mut self,
+        req: wit::Request,
+        opts: Option<wit::RequestOptions>,
+    ) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.note_iteration();
+        let (spec, name, tags) = split(req, opts);
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
-        let resp = client.send(&mut self.conns, spec).await;
+        let resp = client.send(&self.conns, spec).await;
         self.resume_guest();
         self.finish(resp, name, &tags)
     }
 
-    async fn batch(
+    async fn send_many(
         &mut self,
-        reqs: Vec<wit::Request>,
+        reqs: Vec<(wit::Request, Option<wit::RequestOptions>)>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.note_iteration();
         let mut specs = Vec::with_capacity(reqs.len());
         let mut meta = Vec::with_capacity(reqs.len());
-        for req in reqs {
-            let (spec, name, tags) = split(req);
+        for (req, opts) in reqs {
+            let (spec, name, tags) = split(req, opts);
             specs.push(spec);
             meta.push((name, self.tags_with(tags)));
         }
         let client = self.shared.client.clone();
-        let resps = client.batch(&mut self.conns, specs).await;
+        let resps = client.batch(&self.conns, specs).await;
         self.resume_guest();
         resps
             .into_iter()
@@ -86,6 +118,78 @@ impl Host for VuState {
             .map(|(resp, (name, tags))| self.finish(resp, name, &tags))
             .collect()
     }
+}
+
+impl Host for VuState {
+    async fn send(&mut self, req: wit::Request) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.send_one(req, None).await
+    }
+
+    async fn batch(
+        &mut self,
+        reqs: Vec<wit::Request>,
+    ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.send_many(reqs.into_iter().map(|r| (r, None)).collect())
+            .await
+    }
+
+    async fn send_with(
+        &mut self,
+        req: wit::Request,
+        options: wit::RequestOptions,
+    ) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.send_one(req, Some(options)).await
+    }
+
+    async fn batch_with(
+        &mut self,
+        reqs: Vec<(wit::Request, wit::RequestOptions)>,
+    ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.send_many(reqs.into_iter().map(|(r, o)| (r, Some(o))).collect())
+            .await
+    }
+
+    fn cookies(&mut self, url: String) -> wasmtime::Result<Vec<(String, String)>> {
+        let Some((secure, host, path)) = cookie_scope(&url) else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .conns
+            .with_jar(|jar| jar.matching(secure, &host, &path)))
+    }
+
+    fn set_cookie(&mut self, url: String, cookie: String) -> wasmtime::Result<Result<(), String>> {
+        let Some((_, host, path)) = cookie_scope(&url) else {
+            return Ok(Err(format!(
+                "invalid URL {url:?}: expected http:// or https://"
+            )));
+        };
+        if cookie::Cookie::parse(cookie.as_str()).is_err() {
+            return Ok(Err(format!(
+                "invalid cookie {cookie:?}: expected name=value[; attributes]"
+            )));
+        }
+        self.conns
+            .with_jar(|jar| jar.store_header(&host, &path, &cookie));
+        Ok(Ok(()))
+    }
+
+    fn clear_cookies(&mut self) -> wasmtime::Result<()> {
+        self.conns.with_jar(|jar| jar.clear());
+        Ok(())
+    }
+}
+
+/// `(secure, host, path)` of a URL, for the cookie jar.
+fn cookie_scope(url: &str) -> Option<(bool, String, String)> {
+    let uri: http::Uri = url.parse().ok()?;
+    let secure = match uri.scheme_str()? {
+        "https" => true,
+        "http" => false,
+        _ => return None,
+    };
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    Some((secure, host.to_owned(), uri.path().to_owned()))
 }
 
 impl HostResponse for VuState {
@@ -161,6 +265,18 @@ impl HostResponse for VuState {
 
     fn url(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
         Ok(self.table.get(&r)?.url.clone())
+    }
+
+    fn proto(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&r)?.proto.unwrap_or("").to_owned())
+    }
+
+    fn tls_version(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&r)?.tls_version.unwrap_or("").to_owned())
+    }
+
+    fn redirects(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<u32> {
+        Ok(self.table.get(&r)?.redirects)
     }
 
     fn drop(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<()> {

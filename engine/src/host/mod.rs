@@ -37,6 +37,8 @@ wasmtime::component::bindgen!({
     imports: {
         "wload:test/http.send": async | trappable,
         "wload:test/http.batch": async | trappable,
+        "wload:test/http.send-with": async | trappable,
+        "wload:test/http.batch-with": async | trappable,
         "wload:test/vu.sleep": async | trappable,
         default: trappable,
     },

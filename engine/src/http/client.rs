@@ -1,23 +1,25 @@
-//! The client: request building, connection reuse per VU, the timed
+//! The client: its run-wide settings, redirects and cookies around each
 //! exchange, and batches.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::header::{HOST, HeaderName, HeaderValue, USER_AGENT};
-use http::{Method, Request, Uri};
-use http_body_util::{BodyExt, Full};
-use tokio::net::TcpStream;
+use anyhow::Result;
+use http::header::{HeaderValue, LOCATION, SET_COOKIE};
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsConnector;
 
-use super::conn::{Conn, now_ns};
+use super::dns::Resolver;
 use super::error::{ErrorCode, HttpError};
 use super::pool::BodyPool;
-use super::{BodyMode, HttpResponse, Timings};
+use super::redirect;
+use super::target::{Target, parse_target};
+use super::tls::{TlsOptions, client_config};
+use super::vu::VuConnections;
+use super::{BodyMode, HttpResponse};
 
-/// Client-wide settings.
+/// Client-wide settings (k6's options of the same names).
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     /// Per-request timeout when the request sets none (k6: 60 s).
@@ -28,6 +30,25 @@ pub struct ClientConfig {
     pub batch: usize,
     /// Requests of one batch in flight to one host (k6's `batchPerHost`).
     pub batch_per_host: usize,
+    /// Redirects followed when the request sets no limit (k6's `maxRedirects`).
+    pub max_redirects: u32,
+    pub tls: TlsOptions,
+    /// Offer HTTP/2 by ALPN on TLS connections.
+    pub http2: bool,
+    /// Speak HTTP/2 with prior knowledge on `http://` URLs (h2c).
+    pub h2c: bool,
+    /// How long a DNS answer is reused; zero resolves every new connection.
+    pub dns_ttl: Duration,
+    /// Close every connection after one request (k6's `noConnectionReuse`).
+    pub no_connection_reuse: bool,
+    /// Close a VU's connections between iterations (`noVUConnectionReuse`).
+    pub no_vu_connection_reuse: bool,
+    /// Discard bodies unless a request asks to keep them
+    /// (`discardResponseBodies`).
+    pub discard_bodies: bool,
+    /// Statuses that count as expected in `http_req_failed`, as inclusive
+    /// ranges (default 200-399).
+    pub expected_statuses: Vec<(u16, u16)>,
 }
 
 impl Default for ClientConfig {
@@ -37,6 +58,15 @@ impl Default for ClientConfig {
             user_agent: format!("wload/{}", env!("CARGO_PKG_VERSION")),
             batch: 20,
             batch_per_host: 6,
+            max_redirects: 10,
+            tls: TlsOptions::default(),
+            http2: true,
+            h2c: false,
+            dns_ttl: Duration::from_secs(300),
+            no_connection_reuse: false,
+            no_vu_connection_reuse: false,
+            discard_bodies: false,
+            expected_statuses: vec![(200, 399)],
         }
     }
 }
@@ -49,134 +79,137 @@ pub struct RequestSpec {
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
     pub timeout: Option<Duration>,
-    pub body_mode: BodyMode,
-}
-
-/// The idle keep-alive connections of one VU, by `host:port`.
-#[derive(Default)]
-pub struct VuConnections {
-    idle: HashMap<String, Vec<Conn>>,
-}
-
-impl VuConnections {
-    fn take(&mut self, authority: &str) -> Option<Conn> {
-        let conns = self.idle.get_mut(authority)?;
-        while let Some(conn) = conns.pop() {
-            if conn.is_open() {
-                return Some(conn);
-            }
-        }
-        None
-    }
-
-    fn put(&mut self, authority: &str, conn: Conn) {
-        if !conn.is_open() {
-            return;
-        }
-        match self.idle.get_mut(authority) {
-            Some(v) => v.push(conn),
-            None => {
-                self.idle.insert(authority.to_owned(), vec![conn]);
-            }
-        }
-    }
-
-    /// Open connections kept by this VU.
-    pub fn len(&self) -> usize {
-        self.idle.values().map(Vec::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Where a request goes.
-struct Target {
-    /// `host:port`, the key of the connection pool.
-    authority: String,
-    host: String,
-    port: u16,
-    /// Value of the `host` header.
-    host_header: String,
-    path: Uri,
-}
-
-fn parse_target(url: &str) -> Result<Target, HttpError> {
-    let uri: Uri = url
-        .parse()
-        .map_err(|e| HttpError::new(ErrorCode::InvalidUrl, format!("invalid URL {url:?}: {e}")))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(HttpError::new(
-                ErrorCode::Tls,
-                format!("{url}: https is not supported by this build of wload; use http://"),
-            ));
-        }
-        _ => {
-            return Err(HttpError::new(
-                ErrorCode::InvalidUrl,
-                format!("invalid URL {url:?}: expected an absolute http:// URL"),
-            ));
-        }
-    }
-    let authority = uri
-        .authority()
-        .ok_or_else(|| HttpError::new(ErrorCode::InvalidUrl, format!("URL {url:?} has no host")))?;
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let port = authority.port_u16().unwrap_or(80);
-    let path = uri
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/")
-        .parse::<Uri>()
-        .map_err(|e| HttpError::new(ErrorCode::InvalidUrl, format!("invalid URL {url:?}: {e}")))?;
-    Ok(Target {
-        authority: format!("{}:{port}", authority.host()),
-        host: host.to_owned(),
-        port,
-        host_header: authority.as_str().to_owned(),
-        path,
-    })
+    /// `None`: the run's default (keep, or discard with `discard_bodies`).
+    pub body_mode: Option<BodyMode>,
+    /// `None`: the run's `max_redirects`.
+    pub max_redirects: Option<u32>,
+    /// `None`: the run's expected statuses.
+    pub expected_statuses: Option<Vec<(u16, u16)>>,
 }
 
 /// The client shared by all VUs of a run.
 pub struct Client {
-    config: ClientConfig,
-    pool: Arc<BodyPool>,
-    user_agent: HeaderValue,
+    pub(super) config: ClientConfig,
+    pub(super) pool: Arc<BodyPool>,
+    pub(super) user_agent: HeaderValue,
+    pub(super) resolver: Arc<Resolver>,
+    pub(super) tls: TlsConnector,
 }
 
 impl Client {
-    pub fn new(config: ClientConfig, pool: Arc<BodyPool>) -> Client {
+    /// A client; fails when TLS files named in the config cannot be used.
+    pub fn new(config: ClientConfig, pool: Arc<BodyPool>) -> Result<Client> {
         let user_agent = HeaderValue::from_str(&config.user_agent)
             .unwrap_or_else(|_| HeaderValue::from_static("wload"));
-        Client {
+        let tls = TlsConnector::from(client_config(&config.tls, config.http2)?);
+        Ok(Client {
+            resolver: Arc::new(Resolver::new(config.dns_ttl)),
             config,
             pool,
             user_agent,
-        }
+            tls,
+        })
     }
 
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
 
-    /// Send one request on one of `conns`' connections (or a new one) and
-    /// read the whole response. Never fails: errors are in the response.
-    pub async fn send(&self, conns: &mut VuConnections, spec: RequestSpec) -> HttpResponse {
-        let target = match parse_target(&spec.url) {
-            Ok(t) => t,
-            Err(e) => return failed(&spec, e),
-        };
-        let idle = conns.take(&target.authority);
-        let (resp, conn) = self.perform(&target, idle, spec).await;
-        if let Some(conn) = conn {
-            conns.put(&target.authority, conn);
+    /// Send one request, following redirects, on `conns`' connections (or
+    /// new ones), and read the whole response. Never fails: errors are in
+    /// the response. Each redirect hop is in [`HttpResponse::hops`].
+    pub async fn send(&self, conns: &VuConnections, spec: RequestSpec) -> HttpResponse {
+        self.send_gated(conns, spec, None).await
+    }
+
+    /// [`Client::send`], the first hop holding `gate` while it connects.
+    async fn send_gated(
+        &self,
+        conns: &VuConnections,
+        spec: RequestSpec,
+        mut gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    ) -> HttpResponse {
+        let max = spec.max_redirects.unwrap_or(self.config.max_redirects);
+        let mut spec = spec;
+        let mut hops = Vec::new();
+        loop {
+            let target = match parse_target(&spec.url) {
+                Ok(t) => t,
+                Err(e) => {
+                    let mut resp = super::failed(&spec.method, &spec.url, e);
+                    self.finish(&spec, &mut resp, hops);
+                    return resp;
+                }
+            };
+            let mut resp = self.send_once(conns, &target, &spec, gate.take()).await;
+            let next = (resp.error.is_none()
+                && redirect::is_redirect(resp.status)
+                && (hops.len() as u32) < max)
+                .then(|| resp.headers.get(LOCATION)?.to_str().ok())
+                .flatten()
+                .and_then(|loc| redirect::resolve(&spec.url, loc));
+            match next {
+                Some(url) => {
+                    if !redirect::keeps_method(resp.status, &spec.method) {
+                        spec.method = "GET".to_owned();
+                        spec.body = None;
+                        spec.headers.retain(|(k, _)| {
+                            !k.eq_ignore_ascii_case("content-type")
+                                && !k.eq_ignore_ascii_case("content-length")
+                        });
+                    }
+                    spec.url = url;
+                    resp.body = None;
+                    self.finish_hop(&spec, &mut resp);
+                    hops.push(resp);
+                }
+                None => {
+                    self.finish(&spec, &mut resp, hops);
+                    return resp;
+                }
+            }
+        }
+    }
+
+    fn finish_hop(&self, spec: &RequestSpec, resp: &mut HttpResponse) {
+        let ranges = spec
+            .expected_statuses
+            .as_deref()
+            .unwrap_or(&self.config.expected_statuses);
+        resp.expected = resp.status != 0
+            && ranges
+                .iter()
+                .any(|&(lo, hi)| (lo..=hi).contains(&resp.status));
+    }
+
+    fn finish(&self, spec: &RequestSpec, resp: &mut HttpResponse, hops: Vec<HttpResponse>) {
+        self.finish_hop(spec, resp);
+        resp.hops = hops;
+    }
+
+    /// One exchange with the cookies of the jar, storing the cookies the
+    /// response sets.
+    pub(super) async fn send_once(
+        &self,
+        conns: &VuConnections,
+        target: &Target,
+        spec: &RequestSpec,
+        gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    ) -> HttpResponse {
+        let cookie = conns.with_jar(|jar| {
+            (!jar.is_empty())
+                .then(|| jar.header_for(target.tls, &target.host, target.path.path()))
+                .flatten()
+        });
+        let resp = self.perform(conns, target, spec, cookie, gate).await;
+        if resp.headers.contains_key(SET_COOKIE) {
+            conns.with_jar(|jar| {
+                for value in resp.headers.get_all(SET_COOKIE) {
+                    if let Ok(v) = value.to_str() {
+                        jar.store_header(&target.host, target.path.path(), v);
+                    }
+                }
+            });
         }
         resp
     }
@@ -186,36 +219,33 @@ impl Client {
     /// VU. Responses are in the order of `specs`.
     pub async fn batch(
         self: &Arc<Self>,
-        conns: &mut VuConnections,
+        conns: &VuConnections,
         specs: Vec<RequestSpec>,
     ) -> Vec<HttpResponse> {
-        let shared = Arc::new(Mutex::new(std::mem::take(conns)));
         let all = Arc::new(Semaphore::new(self.config.batch.max(1)));
         let mut per_host: HashMap<String, Arc<Semaphore>> = HashMap::new();
         let mut tasks = tokio::task::JoinSet::new();
         let mut out: Vec<Option<HttpResponse>> = Vec::with_capacity(specs.len());
         for (i, spec) in specs.into_iter().enumerate() {
             out.push(None);
-            let target = match parse_target(&spec.url) {
-                Ok(t) => t,
+            let key = match parse_target(&spec.url) {
+                Ok(t) => t.key,
                 Err(e) => {
-                    out[i] = Some(failed(&spec, e));
+                    let mut resp = super::failed(&spec.method, &spec.url, e);
+                    self.finish(&spec, &mut resp, Vec::new());
+                    out[i] = Some(resp);
                     continue;
                 }
             };
             let host_sem = per_host
-                .entry(target.authority.clone())
+                .entry(key.clone())
                 .or_insert_with(|| Arc::new(Semaphore::new(self.config.batch_per_host.max(1))))
                 .clone();
-            let (client, shared, all) = (self.clone(), shared.clone(), all.clone());
+            let (client, conns, all) = (self.clone(), conns.clone(), all.clone());
             tasks.spawn(async move {
                 let _all = all.acquire_owned().await;
                 let _host = host_sem.acquire_owned().await;
-                let idle = lock(&shared).take(&target.authority);
-                let (resp, conn) = client.perform(&target, idle, spec).await;
-                if let Some(conn) = conn {
-                    lock(&shared).put(&target.authority, conn);
-                }
+                let resp = client.send_batched(&conns, &key, spec).await;
                 (i, resp)
             });
         }
@@ -224,321 +254,33 @@ impl Client {
                 out[i] = Some(resp);
             }
         }
-        *conns = std::mem::take(&mut *lock(&shared));
         out.into_iter()
             .map(|r| {
-                r.unwrap_or_else(|| HttpResponse {
-                    error: Some(HttpError::new(
-                        ErrorCode::Generic,
-                        "batch request task failed",
-                    )),
-                    ..empty_response("", "")
+                r.unwrap_or_else(|| {
+                    super::failed(
+                        "",
+                        "",
+                        HttpError::new(ErrorCode::Generic, "batch request task failed"),
+                    )
                 })
             })
             .collect()
     }
 
-    /// The timed exchange, under the request's timeout. Returns the
-    /// connection when it can be reused.
-    async fn perform(
+    /// A batch member: like [`Client::send`], but the first hop waits at
+    /// the origin's gate while another task opens a connection that may be
+    /// HTTP/2 and so carry this request too.
+    async fn send_batched(
         &self,
-        target: &Target,
-        idle: Option<Conn>,
+        conns: &VuConnections,
+        key: &str,
         spec: RequestSpec,
-    ) -> (HttpResponse, Option<Conn>) {
-        let timeout = spec.timeout.unwrap_or(self.config.timeout);
-        let mut resp = empty_response(&spec.method, &spec.url);
-        let request = match self.build(target, &spec) {
-            Ok(r) => r,
-            Err(e) => {
-                resp.error = Some(e);
-                return (resp, idle);
-            }
-        };
-        let started = now_ns();
-        let mut conn_out = None;
-        let outcome = tokio::time::timeout(
-            timeout,
-            self.exchange(
-                target,
-                idle,
-                request,
-                spec.body_mode,
-                &mut resp,
-                &mut conn_out,
-            ),
-        )
-        .await;
-        if outcome.is_err() {
-            let t = &mut resp.timings;
-            t.duration = now_ns()
-                .saturating_sub(started)
-                .saturating_sub(t.blocked + t.connecting);
-            resp.status = 0;
-            resp.headers.clear();
-            resp.body = None;
-            resp.error = Some(HttpError::new(
-                ErrorCode::RequestTimeout,
-                format!(
-                    "request timeout: no complete response within {:.3}s",
-                    timeout.as_secs_f64()
-                ),
-            ));
-            // A connection with a request half done cannot be reused.
-            conn_out = None;
-        }
-        (resp, conn_out)
-    }
-
-    fn build(
-        &self,
-        target: &Target,
-        spec: &RequestSpec,
-    ) -> Result<Request<Full<Bytes>>, HttpError> {
-        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| {
-            HttpError::new(
-                ErrorCode::Generic,
-                format!("invalid HTTP method {:?}", spec.method),
-            )
-        })?;
-        let body = spec.body.clone().map(Bytes::from).unwrap_or_default();
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = method;
-        *req.uri_mut() = target.path.clone();
-        let headers = req.headers_mut();
-        for (name, value) in &spec.headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                HttpError::new(ErrorCode::Generic, format!("invalid header name {name:?}"))
-            })?;
-            let value = HeaderValue::from_str(value).map_err(|_| {
-                HttpError::new(
-                    ErrorCode::Generic,
-                    format!("invalid value for header {name}"),
-                )
-            })?;
-            headers.append(name, value);
-        }
-        if !headers.contains_key(HOST) {
-            let host = HeaderValue::from_str(&target.host_header).map_err(|_| {
-                HttpError::new(
-                    ErrorCode::InvalidUrl,
-                    format!("invalid host in {:?}", spec.url),
-                )
-            })?;
-            headers.insert(HOST, host);
-        }
-        if !headers.contains_key(USER_AGENT) {
-            headers.insert(USER_AGENT, self.user_agent.clone());
-        }
-        Ok(req)
-    }
-
-    async fn exchange(
-        &self,
-        target: &Target,
-        idle: Option<Conn>,
-        request: Request<Full<Bytes>>,
-        mode: BodyMode,
-        resp: &mut HttpResponse,
-        conn_out: &mut Option<Conn>,
-    ) {
-        let t0 = now_ns();
-        let mut request = request;
-        let mut idle = idle;
-        // A kept-alive connection may have been closed by the server while
-        // idle; then the request comes back unsent and goes out once more
-        // on a fresh connection.
-        for attempt in 0..2 {
-            let ready = match idle.take() {
-                Some(mut c) => c.sender.ready().await.is_ok().then_some(c),
-                None => None,
-            };
-            let mut conn = match ready {
-                Some(c) => {
-                    resp.timings.blocked = now_ns() - t0;
-                    c
-                }
-                None => match self.connect(target, t0, &mut resp.timings).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        resp.error = Some(e);
-                        return;
-                    }
-                },
-            };
-            conn.begin_request();
-            let send_start = now_ns();
-            match conn.sender.try_send_request(request).await {
-                Ok(response) => {
-                    conn.reused = true;
-                    self.receive(&conn, send_start, response, mode, resp).await;
-                    if resp.error.is_none() {
-                        *conn_out = Some(conn);
-                    }
-                    return;
-                }
-                Err(mut e) => match e.take_message() {
-                    Some(unsent) if attempt == 0 && conn.reused => {
-                        request = unsent;
-                        continue;
-                    }
-                    _ => {
-                        resp.error = Some(HttpError::from_hyper(e.error()));
-                        let m = &conn.marks;
-                        resp.bytes_sent = m.written.load(std::sync::atomic::Ordering::Relaxed);
-                        resp.bytes_received = m.read.load(std::sync::atomic::Ordering::Relaxed);
-                        resp.timings.duration = now_ns() - send_start;
-                        resp.timings.sending = resp.timings.duration;
-                        return;
-                    }
-                },
-            }
-        }
-    }
-
-    async fn connect(
-        &self,
-        target: &Target,
-        t0: u64,
-        timings: &mut Timings,
-    ) -> Result<Conn, HttpError> {
-        // IP literals skip the resolver; names are resolved per new
-        // connection, and that time counts as `blocked`.
-        let addrs: Vec<std::net::SocketAddr> = match target.host.parse::<std::net::IpAddr>() {
-            Ok(ip) => vec![(ip, target.port).into()],
-            Err(_) => tokio::net::lookup_host((target.host.as_str(), target.port))
-                .await
-                .map_err(|e| {
-                    HttpError::new(ErrorCode::Dns, format!("lookup {}: {e}", target.host))
-                })?
-                .collect(),
-        };
-        let Some(addr) = addrs.first().copied() else {
-            return Err(HttpError::new(
-                ErrorCode::NoIpFound,
-                format!("lookup {}: no IP address found", target.host),
-            ));
-        };
-        let dial_start = now_ns();
-        timings.blocked = dial_start - t0;
-        let stream = TcpStream::connect(addr)
-            .await
-            .map_err(|e| HttpError::from_connect(&e, &target.authority))?;
-        let conn = Conn::open(stream)
-            .await
-            .map_err(|e| HttpError::from_hyper(&e))?;
-        timings.connecting = now_ns() - dial_start;
-        Ok(conn)
-    }
-
-    async fn receive(
-        &self,
-        conn: &Conn,
-        send_start: u64,
-        response: http::Response<hyper::body::Incoming>,
-        mode: BodyMode,
-        resp: &mut HttpResponse,
-    ) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let (parts, mut body) = response.into_parts();
-        resp.status = parts.status.as_u16();
-        resp.headers = parts.headers;
-        let expected = resp
-            .headers
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        let mut buf = match mode {
-            BodyMode::Keep => Some(self.pool.take(expected)),
-            BodyMode::Discard => None,
-        };
-        let mut len = 0u64;
-        while let Some(frame) = body.frame().await {
-            match frame {
-                Ok(frame) => {
-                    if let Some(data) = frame.data_ref() {
-                        len += data.len() as u64;
-                        if let Some(b) = buf.as_mut() {
-                            b.extend(data);
-                        }
-                    }
-                }
-                Err(e) => {
-                    resp.error = Some(HttpError::from_hyper(&e));
-                    break;
-                }
-            }
-        }
-        let end = now_ns();
-        let marks = &conn.marks;
-        let last_write = marks.last_write.load(Relaxed).max(send_start);
-        let first_read = marks.first_read.load(Relaxed).max(send_start);
-        // The server may answer before the request is fully written; the
-        // phases are cut so that they always add up to `duration`.
-        let sent = last_write.min(first_read).min(end);
-        let t = &mut resp.timings;
-        t.sending = sent - send_start;
-        t.waiting = first_read.min(end) - sent;
-        t.receiving = end - first_read.min(end);
-        t.duration = end - send_start;
-        resp.body_len = len;
-        resp.body = buf;
-        resp.bytes_sent = marks.written.load(Relaxed);
-        resp.bytes_received = marks.read.load(Relaxed);
-        if resp.error.is_some() {
-            resp.status = 0;
-            resp.body = None;
-        }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn empty_response(method: &str, url: &str) -> HttpResponse {
-    HttpResponse {
-        status: 0,
-        headers: Default::default(),
-        timings: Timings::default(),
-        error: None,
-        body: None,
-        body_len: 0,
-        url: url.to_owned(),
-        method: method.to_owned(),
-        bytes_sent: 0,
-        bytes_received: 0,
-    }
-}
-
-fn failed(spec: &RequestSpec, error: HttpError) -> HttpResponse {
-    HttpResponse {
-        error: Some(error),
-        ..empty_response(&spec.method, &spec.url)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets_parse_and_bad_urls_get_codes() {
-        let t = parse_target("http://127.0.0.1:8080/a/b?c=d").unwrap();
-        assert_eq!(t.authority, "127.0.0.1:8080");
-        assert_eq!(t.path, "/a/b?c=d");
-        assert_eq!(t.host_header, "127.0.0.1:8080");
-        let t = parse_target("http://example.test").unwrap();
-        assert_eq!((t.port, t.path.to_string().as_str()), (80, "/"));
-        let t = parse_target("http://[::1]:81/").unwrap();
-        assert_eq!(t.host, "::1");
-        for bad in ["", "/relative", "ftp://x/", "http://"] {
-            let e = parse_target(bad).err().unwrap();
-            assert_eq!(e.code, ErrorCode::InvalidUrl, "{bad}: {e}");
-        }
-        assert_eq!(
-            parse_target("https://x/").err().unwrap().code,
-            ErrorCode::Tls
-        );
+    ) -> HttpResponse {
+        let may_share = self.config.http2 && !self.config.no_connection_reuse;
+        let multiplexed = key.starts_with("https://") || self.config.h2c;
+        let gate = (may_share && multiplexed)
+            .then(|| conns.gate(key))
+            .flatten();
+        self.send_gated(conns, spec, gate).await
     }
 }

@@ -1,10 +1,15 @@
-//! One keep-alive connection and the socket wrapper that times it.
+//! One keep-alive connection (HTTP/1.1 or HTTP/2, plain or TLS) and the
+//! socket wrapper that times it.
 //!
 //! [`MeteredIo`] sits between hyper and the TCP stream. It counts bytes
 //! both ways and records when the last write and the first read of the
 //! current request happened; [`Conn::begin_request`] resets those marks.
 //! HTTP/1.1 without pipelining has one request in flight per connection,
-//! so the marks belong to exactly one request.
+//! so the marks belong to exactly one request. An HTTP/2 connection
+//! carries many streams at once; there only the byte counts are used.
+//!
+//! TLS sits above the metered socket, so byte counts are wire bytes
+//! (records, handshake and all) and compressed bodies count as sent.
 
 use std::io;
 use std::pin::Pin;
@@ -16,10 +21,15 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+use super::error::HttpError;
+use super::tls::version_tag;
 
 /// Nanoseconds since the first call in this process: a cheap monotonic
 /// clock whose readings fit in an atomic.
@@ -37,15 +47,6 @@ pub struct IoMarks {
     pub last_write: AtomicU64,
     /// `now_ns` of the first read that returned data, 0 when none yet.
     pub first_read: AtomicU64,
-}
-
-impl IoMarks {
-    fn reset(&self) {
-        self.read.store(0, Relaxed);
-        self.written.store(0, Relaxed);
-        self.last_write.store(0, Relaxed);
-        self.first_read.store(0, Relaxed);
-    }
 }
 
 /// A TCP stream that reports to [`IoMarks`].
@@ -120,43 +121,177 @@ impl MeteredIo {
     }
 }
 
-/// A kept-alive HTTP/1.1 connection owned by one VU.
+/// How a connection speaks HTTP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    Http1,
+    Http2,
+}
+
+impl Proto {
+    /// The `proto` tag value, as k6 writes it.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Proto::Http1 => "HTTP/1.1",
+            Proto::Http2 => "HTTP/2.0",
+        }
+    }
+}
+
+/// hyper's request handle: one request at a time on HTTP/1.1; on HTTP/2
+/// a cloneable handle whose requests become streams of one connection.
+pub enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+/// A kept-alive connection owned by one VU.
 pub struct Conn {
-    pub sender: http1::SendRequest<Full<Bytes>>,
+    pub sender: Sender,
     pub marks: Arc<IoMarks>,
     /// False until the connection has carried one request.
     pub reused: bool,
+    /// Negotiated TLS version tag, `None` for plain TCP.
+    pub tls_version: Option<&'static str>,
+}
+
+/// How to talk over a fresh TCP stream.
+pub struct Handshake {
+    /// TLS connector and server name, for `https`.
+    pub tls: Option<(TlsConnector, ServerName<'static>)>,
+    /// Speak HTTP/2 without TLS (h2c with prior knowledge).
+    pub h2c: bool,
 }
 
 impl Conn {
-    /// Open a connection to `addr` and start its hyper driver task.
-    pub async fn open(stream: TcpStream) -> Result<Conn, hyper::Error> {
+    /// Set up HTTP (and TLS) on `stream` and start hyper's driver task.
+    /// Returns the connection and the nanoseconds the TLS handshake took.
+    pub async fn open(
+        stream: TcpStream,
+        how: Handshake,
+        host: &str,
+    ) -> Result<(Conn, u64), HttpError> {
         let _ = stream.set_nodelay(true);
         let marks = Arc::new(IoMarks::default());
         let io = MeteredIo {
             inner: stream,
             marks: marks.clone(),
         };
-        let (sender, driver) = http1::Builder::new().handshake(TokioIo::new(io)).await?;
-        // The driver runs until the connection closes; its errors surface
-        // through the request that was in flight.
-        tokio::spawn(async move {
-            let _ = driver.await;
-        });
-        Ok(Conn {
-            sender,
-            marks,
-            reused: false,
-        })
+        match how.tls {
+            None => {
+                let proto = if how.h2c { Proto::Http2 } else { Proto::Http1 };
+                let sender = handshake(io, proto).await?;
+                Ok((
+                    Conn {
+                        sender,
+                        marks,
+                        reused: false,
+                        tls_version: None,
+                    },
+                    0,
+                ))
+            }
+            Some((connector, name)) => {
+                let started = now_ns();
+                let tls = connector
+                    .connect(name, io)
+                    .await
+                    .map_err(|e| HttpError::from_tls(&e, host))?;
+                let tls_ns = now_ns() - started;
+                let session = tls.get_ref().1;
+                let proto = match session.alpn_protocol() {
+                    Some(b"h2") => Proto::Http2,
+                    _ => Proto::Http1,
+                };
+                let tls_version = version_tag(session.protocol_version());
+                let sender = handshake(tls, proto).await?;
+                Ok((
+                    Conn {
+                        sender,
+                        marks,
+                        reused: false,
+                        tls_version,
+                    },
+                    tls_ns,
+                ))
+            }
+        }
     }
 
-    /// Clear the marks before a request goes out on this connection.
+    pub fn proto(&self) -> Proto {
+        match self.sender {
+            Sender::H1(_) => Proto::Http1,
+            Sender::H2(_) => Proto::Http2,
+        }
+    }
+
+    /// Another handle on the same HTTP/2 connection; `None` on HTTP/1.1,
+    /// whose connection serves one request at a time.
+    pub fn share(&self) -> Option<Conn> {
+        match &self.sender {
+            Sender::H2(s) => Some(Conn {
+                sender: Sender::H2(s.clone()),
+                marks: self.marks.clone(),
+                reused: true,
+                tls_version: self.tls_version,
+            }),
+            Sender::H1(_) => None,
+        }
+    }
+
+    /// Clear the timing marks before a request goes out on this
+    /// HTTP/1.1 connection. Byte counts are taken (and zeroed) when a
+    /// request ends, so that handshake bytes count for the request that
+    /// opened the connection.
     pub fn begin_request(&self) {
-        self.marks.reset();
+        self.marks.last_write.store(0, Relaxed);
+        self.marks.first_read.store(0, Relaxed);
+    }
+
+    /// Bytes written and read since the last call: this request's share.
+    pub fn take_bytes(&self) -> (u64, u64) {
+        (
+            self.marks.written.swap(0, Relaxed),
+            self.marks.read.swap(0, Relaxed),
+        )
     }
 
     /// Whether the connection can take another request.
     pub fn is_open(&self) -> bool {
-        !self.sender.is_closed()
+        match &self.sender {
+            Sender::H1(s) => !s.is_closed(),
+            Sender::H2(s) => !s.is_closed(),
+        }
+    }
+}
+
+async fn handshake<I>(io: I, proto: Proto) -> Result<Sender, HttpError>
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let io = TokioIo::new(io);
+    // The drivers run until the connection closes; their errors surface
+    // through the requests in flight.
+    match proto {
+        Proto::Http1 => {
+            let (sender, driver) = http1::Builder::new()
+                .handshake(io)
+                .await
+                .map_err(|e| HttpError::from_hyper(&e))?;
+            tokio::spawn(async move {
+                let _ = driver.await;
+            });
+            Ok(Sender::H1(sender))
+        }
+        Proto::Http2 => {
+            let (sender, driver) = http2::Builder::new(TokioExecutor::new())
+                .handshake(io)
+                .await
+                .map_err(|e| HttpError::from_hyper(&e))?;
+            tokio::spawn(async move {
+                let _ = driver.await;
+            });
+            Ok(Sender::H2(sender))
+        }
     }
 }

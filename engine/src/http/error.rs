@@ -19,6 +19,16 @@ pub enum ErrorCode {
     ConnectionRefused = 1212,
     ConnectionReset = 1220,
     Tls = 1300,
+    /// The certificate chain does not lead to a trusted root.
+    TlsUnknownAuthority = 1310,
+    /// The certificate is not valid for the host name asked for.
+    TlsHostname = 1311,
+    Http2 = 1600,
+    Http2GoAway = 1610,
+    Http2Stream = 1630,
+    Http2Connection = 1650,
+    /// The body could not be decompressed (k6's `responseDecompressionErrorCode`).
+    Decompression = 1701,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,9 +57,44 @@ impl HttpError {
         HttpError::new(code, format!("dial tcp {addr}: {err}"))
     }
 
+    /// Classify a failed TLS handshake.
+    pub fn from_tls(err: &std::io::Error, host: &str) -> HttpError {
+        use rustls::{CertificateError, Error as TlsError};
+        let inner = err.get_ref().and_then(|e| e.downcast_ref::<TlsError>());
+        let code = match inner {
+            Some(TlsError::InvalidCertificate(CertificateError::UnknownIssuer))
+            | Some(TlsError::InvalidCertificate(CertificateError::BadSignature)) => {
+                ErrorCode::TlsUnknownAuthority
+            }
+            Some(TlsError::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => ErrorCode::TlsHostname,
+            Some(_) => ErrorCode::Tls,
+            None => match err.kind() {
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    ErrorCode::ConnectionReset
+                }
+                _ => ErrorCode::Tls,
+            },
+        };
+        HttpError::new(code, format!("TLS handshake with {host}: {err}"))
+    }
+
     /// Classify an error from hyper while sending or receiving.
     pub fn from_hyper(err: &hyper::Error) -> HttpError {
-        if let Some(io) = find_io_error(err) {
+        if let Some(h2) = find::<h2::Error>(err) {
+            let code = if h2.is_go_away() {
+                ErrorCode::Http2GoAway
+            } else if h2.is_reset() {
+                ErrorCode::Http2Stream
+            } else if h2.is_io() {
+                ErrorCode::ConnectionReset
+            } else {
+                ErrorCode::Http2Connection
+            };
+            return HttpError::new(code, format!("HTTP/2: {err}: {h2}"));
+        }
+        if let Some(io) = find::<std::io::Error>(err) {
             use std::io::ErrorKind::*;
             let code = match io.kind() {
                 ConnectionReset | ConnectionAborted => ErrorCode::ConnectionReset,
@@ -69,11 +114,14 @@ impl HttpError {
     }
 }
 
-fn find_io_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+/// The first error of type `E` in `err`'s chain of sources.
+fn find<'a, E: std::error::Error + 'static>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a E> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = cur {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            return Some(io);
+        if let Some(found) = e.downcast_ref::<E>() {
+            return Some(found);
         }
         cur = e.source();
     }

@@ -1,8 +1,9 @@
 //! The instrumented HTTP client every VU shares.
 //!
-//! hyper 1 HTTP/1.1 over tokio. Each VU owns its keep-alive connections
-//! ([`VuConnections`]), so N VUs open about N connections to a host, as in
-//! k6. Each connection's socket is wrapped in a [`conn::MeteredIo`] that
+//! hyper 1 over tokio: HTTP/1.1, and HTTP/2 when TLS's ALPN picks it (or
+//! with prior knowledge, h2c); TLS by rustls. Each VU owns its keep-alive
+//! connections and its cookie jar ([`VuConnections`]), so N VUs open about
+//! N connections to a host, as in k6. Each connection's socket is wrapped in a [`conn::MeteredIo`] that
 //! timestamps the last byte written and the first byte read, which is how
 //! `sending`, `waiting` and `receiving` are measured at the socket rather
 //! than around hyper's futures. Bodies land in pooled buffers
@@ -13,14 +14,25 @@
 
 mod client;
 mod conn;
+mod cookies;
+mod decode;
+mod dns;
 mod error;
+mod exchange;
 mod pool;
 mod record;
+mod redirect;
+mod target;
+mod tls;
+mod vu;
 
-pub use client::{Client, ClientConfig, RequestSpec, VuConnections};
+pub use client::{Client, ClientConfig, RequestSpec};
+pub use cookies::{CookieJar, StoredCookie};
 pub use error::{ErrorCode, HttpError};
 pub use pool::{BodyPool, PooledBuf};
 pub use record::record_request;
+pub use tls::TlsOptions;
+pub use vu::VuConnections;
 
 use http::HeaderMap;
 
@@ -58,9 +70,21 @@ pub struct HttpResponse {
     pub body_len: u64,
     pub url: String,
     pub method: String,
-    /// Bytes written to / read from the socket for this request.
+    /// Bytes written to / read from the socket for this request (on the
+    /// wire: TLS records, compressed bodies).
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// `HTTP/1.1` or `HTTP/2.0` once a connection was had.
+    pub proto: Option<&'static str>,
+    /// `tls1.2` or `tls1.3` on TLS connections.
+    pub tls_version: Option<&'static str>,
+    /// Whether the status counts as expected for `http_req_failed`.
+    pub expected: bool,
+    /// The redirect responses that led here, in order; each is recorded
+    /// as a request of its own.
+    pub hops: Vec<HttpResponse>,
+    /// How many redirects led here, once `hops` were recorded.
+    pub redirects: u32,
 }
 
 impl HttpResponse {
@@ -76,5 +100,32 @@ impl HttpResponse {
 
     pub fn body_bytes(&self) -> &[u8] {
         self.body.as_ref().map(|b| b.as_slice()).unwrap_or_default()
+    }
+}
+
+pub(crate) fn empty_response(method: &str, url: &str) -> HttpResponse {
+    HttpResponse {
+        status: 0,
+        headers: Default::default(),
+        timings: Timings::default(),
+        error: None,
+        body: None,
+        body_len: 0,
+        url: url.to_owned(),
+        method: method.to_owned(),
+        bytes_sent: 0,
+        bytes_received: 0,
+        proto: None,
+        tls_version: None,
+        expected: false,
+        hops: Vec::new(),
+        redirects: 0,
+    }
+}
+
+pub(crate) fn failed(method: &str, url: &str, error: HttpError) -> HttpResponse {
+    HttpResponse {
+        error: Some(error),
+        ..empty_response(method, url)
     }
 }

@@ -6,15 +6,11 @@ use crate::metrics::{Builtin, Recorder, TagSet};
 
 use super::HttpResponse;
 
-/// Whether a response counts as expected for `http_req_failed` (k6's
-/// default: 200-399).
-pub fn is_expected(status: u16) -> bool {
-    (200..400).contains(&status)
-}
-
 /// Record `resp` with k6's tags: `method`, `url`, `name` (the grouping name,
 /// defaulting to the URL), `status`, `expected_response`, `error_code` when
-/// there is one, plus `base` (scenario, test-wide and request tags).
+/// there is one, `proto` and `tls_version` when known, plus `base`
+/// (scenario, test-wide and request tags). Whether the status was expected
+/// was decided by the client (the run's or the request's statuses).
 /// `lateness` (ns) is how late the iteration started against its schedule
 /// (open-model executors): it adds `http_req_duration_corrected`, the
 /// duration as seen from when the request should have gone out.
@@ -25,7 +21,7 @@ pub fn record_request(
     resp: &HttpResponse,
     lateness: Option<u64>,
 ) {
-    let expected = is_expected(resp.status);
+    let expected = resp.expected;
     let status = resp.status.to_string();
     let code = resp.error_code();
     let code_text;
@@ -36,8 +32,13 @@ pub fn record_request(
         ("status", &status),
         ("expected_response", if expected { "true" } else { "false" }),
     ];
-    if resp.status != 0 {
-        tags.push(("proto", "HTTP/1.1"));
+    if let Some(proto) = resp.proto
+        && resp.status != 0
+    {
+        tags.push(("proto", proto));
+    }
+    if let Some(version) = resp.tls_version {
+        tags.push(("tls_version", version));
     }
     if code != 0 {
         code_text = code.to_string();

@@ -87,9 +87,21 @@ impl Response {
     pub fn json<T: DeserializeOwned>(&self) -> Result<T> {
         Ok(serde_json::from_slice(&self.0.body())?)
     }
-    /// The URL requested.
+    /// The URL of this response (after redirects, the last one).
     pub fn url(&self) -> String {
         self.0.url()
+    }
+    /// `HTTP/1.1` or `HTTP/2.0`; empty when no connection was made.
+    pub fn proto(&self) -> String {
+        self.0.proto()
+    }
+    /// `tls1.2` or `tls1.3` over https, empty otherwise.
+    pub fn tls_version(&self) -> String {
+        self.0.tls_version()
+    }
+    /// How many redirects were followed to get this response.
+    pub fn redirects(&self) -> u32 {
+        self.0.redirects()
     }
 }
 
@@ -105,21 +117,31 @@ impl std::fmt::Debug for Response {
 
 /// A request being built: `Request::get(url).header("accept", "text/html").send()`.
 #[derive(Debug, Clone)]
-pub struct Request(wit::Request);
+pub struct Request {
+    req: wit::Request,
+    opts: wit::RequestOptions,
+}
 
 impl Request {
     /// A request with any method.
     pub fn new(method: &str, url: impl Into<String>) -> Self {
-        Request(wit::Request {
-            method: method.to_owned(),
-            url: url.into(),
-            headers: Vec::new(),
-            body: None,
-            tags: Vec::new(),
-            name: None,
-            timeout: None,
-            body_mode: BodyMode::Keep,
-        })
+        Request {
+            req: wit::Request {
+                method: method.to_owned(),
+                url: url.into(),
+                headers: Vec::new(),
+                body: None,
+                tags: Vec::new(),
+                name: None,
+                timeout: None,
+                body_mode: BodyMode::Keep,
+            },
+            opts: wit::RequestOptions {
+                max_redirects: None,
+                expected_statuses: None,
+                body_mode: None,
+            },
+        }
     }
     pub fn get(url: impl Into<String>) -> Self {
         Self::new("GET", url)
@@ -142,12 +164,21 @@ impl Request {
 
     /// Add a header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.0.headers.push((name.to_owned(), value.to_owned()));
+        self.req.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+    /// Append `key=value` to the URL's query string, percent-encoded.
+    pub fn query(mut self, key: &str, value: &str) -> Self {
+        let sep = if self.req.url.contains('?') { '&' } else { '?' };
+        self.req.url.push(sep);
+        self.req.url.push_str(&encode_component(key));
+        self.req.url.push('=');
+        self.req.url.push_str(&encode_component(value));
         self
     }
     /// Set the body.
     pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
-        self.0.body = Some(body.into());
+        self.req.body = Some(body.into());
         self
     }
     /// Serialise `value` as the JSON body and set `content-type`.
@@ -155,29 +186,72 @@ impl Request {
         let body = serde_json::to_vec(value)?;
         Ok(self.header("content-type", "application/json").body(body))
     }
+    /// An `application/x-www-form-urlencoded` body of `fields`.
+    pub fn form(self, fields: &[(&str, &str)]) -> Self {
+        let body = form_encode(fields);
+        self.header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+    }
+    /// A `multipart/form-data` body.
+    pub fn multipart(self, form: Multipart) -> Self {
+        let (content_type, body) = form.finish();
+        self.header("content-type", &content_type).body(body)
+    }
     /// Add a tag to every metric this request records.
     pub fn tag(mut self, key: &str, value: &str) -> Self {
-        self.0.tags.push((key.to_owned(), value.to_owned()));
+        self.req.tags.push((key.to_owned(), value.to_owned()));
         self
     }
     /// Group dynamic URLs under one `name` tag (`/user/{id}`).
     pub fn name(mut self, name: &str) -> Self {
-        self.0.name = Some(name.to_owned());
+        self.req.name = Some(name.to_owned());
         self
     }
     /// Give up after `timeout` (default 60 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.0.timeout = Some(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        self.req.timeout = Some(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
         self
     }
     /// Read and count the response body without keeping it.
     pub fn discard_body(mut self) -> Self {
-        self.0.body_mode = BodyMode::Discard;
+        self.req.body_mode = BodyMode::Discard;
+        self.opts.body_mode = Some(BodyMode::Discard);
         self
+    }
+    /// Keep the response body even when the run discards bodies
+    /// (`--discard-response-bodies`).
+    pub fn keep_body(mut self) -> Self {
+        self.req.body_mode = BodyMode::Keep;
+        self.opts.body_mode = Some(BodyMode::Keep);
+        self
+    }
+    /// Follow at most `n` redirects (0: return the 3xx response itself).
+    pub fn max_redirects(mut self, n: u32) -> Self {
+        self.opts.max_redirects = Some(n);
+        self
+    }
+    /// Statuses (inclusive ranges) that count as expected for
+    /// `http_req_failed`: `.expected_statuses(&[(200, 299), (404, 404)])`.
+    pub fn expected_statuses(mut self, ranges: &[(u16, u16)]) -> Self {
+        self.opts.expected_statuses = Some(
+            ranges
+                .iter()
+                .map(|&(min, max)| wit::StatusRange { min, max })
+                .collect(),
+        );
+        self
+    }
+    fn has_options(&self) -> bool {
+        let o = &self.opts;
+        o.max_redirects.is_some() || o.expected_statuses.is_some() || o.body_mode.is_some()
     }
     /// Send the request and wait for the whole response.
     pub fn send(self) -> Response {
-        Response(wit::send(&self.0))
+        if self.has_options() {
+            Response(wit::send_with(&self.req, &self.opts))
+        } else {
+            Response(wit::send(&self.req))
+        }
     }
 }
 
@@ -192,9 +266,148 @@ pub fn post(url: &str, body: impl Into<Vec<u8>>) -> Response {
 }
 
 /// Send `requests` in parallel; responses come back in the same order.
+/// The run's `--batch` and `--batch-per-host` bound how many are in
+/// flight.
 pub fn batch(requests: Vec<Request>) -> Vec<Response> {
-    let reqs: Vec<wit::Request> = requests.into_iter().map(|r| r.0).collect();
+    if requests.iter().any(Request::has_options) {
+        let reqs: Vec<(wit::Request, wit::RequestOptions)> =
+            requests.into_iter().map(|r| (r.req, r.opts)).collect();
+        return wit::batch_with(&reqs).into_iter().map(Response).collect();
+    }
+    let reqs: Vec<wit::Request> = requests.into_iter().map(|r| r.req).collect();
     wit::batch(&reqs).into_iter().map(Response).collect()
+}
+
+/// The VU's cookies that a request to `url` would send, `(name, value)`.
+/// The jar lasts the VU's whole run.
+pub fn cookies(url: &str) -> Vec<(String, String)> {
+    wit::cookies(url)
+}
+
+/// The value of the cookie `name` the VU would send to `url`.
+pub fn cookie(url: &str, name: &str) -> Option<String> {
+    cookies(url)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+/// Put a cookie in the VU's jar as if `url` had sent
+/// `set-cookie: <cookie>`, e.g. `set_cookie(url, "session=abc; Path=/")`.
+pub fn set_cookie(url: &str, cookie: &str) -> Result<()> {
+    wit::set_cookie(url, cookie).map_err(Into::into)
+}
+
+/// Empty the VU's cookie jar.
+pub fn clear_cookies() {
+    wit::clear_cookies()
+}
+
+/// A `multipart/form-data` body: text fields and files.
+#[derive(Debug, Clone, Default)]
+pub struct Multipart {
+    parts: Vec<Part>,
+}
+
+/// One field: its name, `(file name, content type)` for files, the data.
+type Part = (String, Option<(String, String)>, Vec<u8>);
+
+impl Multipart {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A text field.
+    pub fn text(mut self, name: &str, value: &str) -> Self {
+        self.parts
+            .push((name.to_owned(), None, value.as_bytes().to_vec()));
+        self
+    }
+    /// A file field with its file name and content type.
+    pub fn file(
+        mut self,
+        name: &str,
+        filename: &str,
+        content_type: &str,
+        data: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.parts.push((
+            name.to_owned(),
+            Some((filename.to_owned(), content_type.to_owned())),
+            data.into(),
+        ));
+        self
+    }
+    /// The `content-type` header value and the body.
+    pub fn finish(self) -> (String, Vec<u8>) {
+        // A boundary that the parts do not contain.
+        let mut n: u64 = 0x5eed;
+        let boundary = loop {
+            let b = format!("wload-boundary-{n:016x}");
+            if !self.parts.iter().any(|(_, _, d)| contains(d, b.as_bytes())) {
+                break b;
+            }
+            n = n
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+        };
+        let mut body = Vec::new();
+        for (name, file, data) in &self.parts {
+            body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            let name = quote(name);
+            match file {
+                Some((filename, ct)) => body.extend_from_slice(
+                    format!(
+                        "content-disposition: form-data; name=\"{name}\"; filename=\"{}\"\r\ncontent-type: {ct}\r\n\r\n",
+                        quote(filename)
+                    )
+                    .as_bytes(),
+                ),
+                None => body.extend_from_slice(
+                    format!("content-disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+                ),
+            }
+            body.extend_from_slice(data);
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+        (format!("multipart/form-data; boundary={boundary}"), body)
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn quote(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// Percent-encode everything but RFC 3986's unreserved characters.
+pub fn encode_component(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `k=v&k2=v2`, percent-encoded (spaces as `+`, as forms do).
+pub fn form_encode(fields: &[(&str, &str)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                encode_component(k).replace("%20", "+"),
+                encode_component(v).replace("%20", "+")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 pub(crate) fn owned_fields(fields: &[(&str, &str)]) -> Vec<(String, String)> {

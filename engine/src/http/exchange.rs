@@ -1,0 +1,411 @@
+//! One timed request/response exchange: getting a connection (reused, or
+//! resolved, dialled and handshaken), writing the request, and reading the
+//! response into a pooled buffer, all under the request's timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+use http::header::{COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
+use http::{Method, Request, Version};
+use http_body_util::{BodyExt, Full};
+use tokio::net::TcpStream;
+
+use super::client::{Client, RequestSpec};
+use super::conn::{Conn, Handshake, Proto, Sender, now_ns};
+use super::decode;
+use super::dns::Resolver;
+use super::error::{ErrorCode, HttpError};
+use super::target::Target;
+use super::tls::server_name;
+use super::vu::VuConnections;
+use super::{BodyMode, HttpResponse, Timings};
+
+impl Client {
+    /// The timed exchange, under the request's timeout. Puts the
+    /// connection back into `conns` when it can be reused.
+    pub(super) async fn perform(
+        &self,
+        conns: &VuConnections,
+        target: &Target,
+        spec: &RequestSpec,
+        cookie: Option<String>,
+        gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    ) -> HttpResponse {
+        let timeout = spec.timeout.unwrap_or(self.config.timeout);
+        let mode = spec.body_mode.unwrap_or(if self.config.discard_bodies {
+            BodyMode::Discard
+        } else {
+            BodyMode::Keep
+        });
+        let mut resp = super::empty_response(&spec.method, &spec.url);
+        let request = match self.build(target, spec, cookie) {
+            Ok(r) => r,
+            Err(e) => {
+                resp.error = Some(e);
+                return resp;
+            }
+        };
+        let started = now_ns();
+        let mut conn_out = None;
+        let outcome = tokio::time::timeout(
+            timeout,
+            self.exchange(conns, target, gate, request, mode, &mut resp, &mut conn_out),
+        )
+        .await;
+        if outcome.is_err() {
+            let t = &mut resp.timings;
+            t.duration = now_ns()
+                .saturating_sub(started)
+                .saturating_sub(t.blocked + t.connecting + t.tls_handshaking);
+            resp.status = 0;
+            resp.headers.clear();
+            resp.body = None;
+            resp.error = Some(HttpError::new(
+                ErrorCode::RequestTimeout,
+                format!(
+                    "request timeout: no complete response within {:.3}s",
+                    timeout.as_secs_f64()
+                ),
+            ));
+            // A connection with a request half done cannot be reused.
+            conn_out = None;
+        }
+        if let Some(conn) = conn_out
+            && !self.config.no_connection_reuse
+        {
+            conns.put(&target.key, conn);
+        }
+        resp
+    }
+
+    fn build(
+        &self,
+        target: &Target,
+        spec: &RequestSpec,
+        cookie: Option<String>,
+    ) -> Result<Request<Full<Bytes>>, HttpError> {
+        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| {
+            HttpError::new(
+                ErrorCode::Generic,
+                format!("invalid HTTP method {:?}", spec.method),
+            )
+        })?;
+        let body = spec.body.clone().map(Bytes::from).unwrap_or_default();
+        let mut req = Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = target.path.clone();
+        let headers = req.headers_mut();
+        for (name, value) in &spec.headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                HttpError::new(ErrorCode::Generic, format!("invalid header name {name:?}"))
+            })?;
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                HttpError::new(
+                    ErrorCode::Generic,
+                    format!("invalid value for header {name}"),
+                )
+            })?;
+            headers.append(name, value);
+        }
+        if !headers.contains_key(HOST) {
+            let host = HeaderValue::from_str(&target.host_header).map_err(|_| {
+                HttpError::new(
+                    ErrorCode::InvalidUrl,
+                    format!("invalid host in {:?}", spec.url),
+                )
+            })?;
+            headers.insert(HOST, host);
+        }
+        if !headers.contains_key(USER_AGENT) {
+            headers.insert(USER_AGENT, self.user_agent.clone());
+        }
+        if let Some(jar) = cookie {
+            // The jar's cookies go after any the test set by hand.
+            let value = match headers.get(COOKIE).and_then(|v| v.to_str().ok()) {
+                Some(own) => format!("{own}; {jar}"),
+                None => jar,
+            };
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                headers.insert(COOKIE, v);
+            }
+        }
+        Ok(req)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange(
+        &self,
+        conns: &VuConnections,
+        target: &Target,
+        gate: Option<Arc<tokio::sync::Mutex<()>>>,
+        request: Request<Full<Bytes>>,
+        mode: BodyMode,
+        resp: &mut HttpResponse,
+        conn_out: &mut Option<Conn>,
+    ) {
+        let t0 = now_ns();
+        let mut request = request;
+        let mut idle = conns.take(&target.key);
+        // In a batch, wait while another task connects to this origin: if
+        // it gets HTTP/2, its connection carries this request as well.
+        let mut gate_held = match (&idle, gate) {
+            (None, Some(gate)) => {
+                let held = gate.lock_owned().await;
+                idle = conns.take(&target.key);
+                Some(held)
+            }
+            _ => None,
+        };
+        // A kept-alive connection may have been closed by the server while
+        // idle; then the request comes back unsent and goes out once more
+        // on a fresh connection.
+        for attempt in 0..2 {
+            let ready = match idle.take() {
+                Some(mut c) => ready(&mut c).await.then_some(c),
+                None => None,
+            };
+            let mut conn = match ready {
+                Some(c) => {
+                    resp.timings.blocked = now_ns() - t0;
+                    c
+                }
+                None => match self.connect(target, t0, &mut resp.timings).await {
+                    Ok(c) => {
+                        if let Some(shared) = c.share()
+                            && !self.config.no_connection_reuse
+                        {
+                            // Others of the batch can use it right away.
+                            conns.put(&target.key, shared);
+                        }
+                        c
+                    }
+                    Err(e) => {
+                        resp.error = Some(e);
+                        return;
+                    }
+                },
+            };
+            drop(gate_held.take());
+            resp.tls_version = conn.tls_version;
+            resp.proto = Some(conn.proto().tag());
+            if target.tls || conn.proto() == Proto::Http2 {
+                *request.uri_mut() = target.full.clone();
+                if conn.proto() == Proto::Http2 {
+                    // HTTP/2 carries the host as `:authority`.
+                    request.headers_mut().remove(HOST);
+                }
+            }
+            conn.begin_request();
+            let send_start = now_ns();
+            let sent = match &mut conn.sender {
+                Sender::H1(s) => s.try_send_request(request).await.map_err(|mut e| {
+                    let unsent = e.take_message();
+                    (e.into_error(), unsent)
+                }),
+                Sender::H2(s) => s.send_request(request).await.map_err(|e| (e, None)),
+            };
+            match sent {
+                Ok(response) => {
+                    conn.reused = true;
+                    self.receive(&conn, send_start, response, mode, resp).await;
+                    if resp.error.is_none() {
+                        *conn_out = Some(conn);
+                    }
+                    return;
+                }
+                Err((_, Some(unsent))) if attempt == 0 && conn.reused => {
+                    request = unsent;
+                    continue;
+                }
+                Err((e, _)) => {
+                    resp.error = Some(HttpError::from_hyper(&e));
+                    (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+                    resp.timings.duration = now_ns() - send_start;
+                    resp.timings.sending = resp.timings.duration;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Resolve, dial and handshake. The work runs as its own task: a TLS
+    /// handshake is too deep a future to poll on a VU's small fiber stack.
+    async fn connect(
+        &self,
+        target: &Target,
+        t0: u64,
+        timings: &mut Timings,
+    ) -> Result<Conn, HttpError> {
+        let how = Handshake {
+            tls: if target.tls {
+                let name = server_name(&target.host).ok_or_else(|| {
+                    HttpError::new(
+                        ErrorCode::InvalidUrl,
+                        format!("{:?} is not a valid TLS server name", target.host),
+                    )
+                })?;
+                Some((self.tls.clone(), name))
+            } else {
+                None
+            },
+            h2c: !target.tls && self.config.h2c,
+        };
+        let task = tokio::spawn(dial(
+            self.resolver.clone(),
+            target.host.clone(),
+            target.port,
+            target.host_header.clone(),
+            how,
+        ));
+        let dialled = task
+            .await
+            .map_err(|e| HttpError::new(ErrorCode::Generic, format!("connect task failed: {e}")))?;
+        let d = dialled?;
+        timings.blocked = d.resolved - t0;
+        timings.connecting = d.connected - d.resolved;
+        timings.tls_handshaking = d.tls_ns;
+        Ok(d.conn)
+    }
+
+    async fn receive(
+        &self,
+        conn: &Conn,
+        send_start: u64,
+        response: http::Response<hyper::body::Incoming>,
+        mode: BodyMode,
+        resp: &mut HttpResponse,
+    ) {
+        let headers_at = now_ns();
+        let (parts, mut body) = response.into_parts();
+        resp.status = parts.status.as_u16();
+        if parts.version == Version::HTTP_2 {
+            resp.proto = Some(Proto::Http2.tag());
+        }
+        resp.headers = parts.headers;
+        let encoded = mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
+        let expected = resp
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut buf = match mode {
+            BodyMode::Keep => Some(self.pool.take(expected)),
+            BodyMode::Discard => None,
+        };
+        let mut len = 0u64;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => {
+                    if let Some(data) = frame.data_ref() {
+                        len += data.len() as u64;
+                        if let Some(b) = buf.as_mut() {
+                            b.extend(data);
+                        }
+                    }
+                }
+                Err(e) => {
+                    resp.error = Some(HttpError::from_hyper(&e));
+                    break;
+                }
+            }
+        }
+        let end = now_ns();
+        let t = &mut resp.timings;
+        match conn.proto() {
+            Proto::Http1 => {
+                let marks = &conn.marks;
+                let last_write = marks.last_write.load(Relaxed).max(send_start);
+                let first_read = marks.first_read.load(Relaxed).max(send_start);
+                // The server may answer before the request is fully
+                // written; the phases are cut so that they always add up
+                // to `duration`.
+                let sent = last_write.min(first_read).min(end);
+                t.sending = sent - send_start;
+                t.waiting = first_read.min(end) - sent;
+                t.receiving = end - first_read.min(end);
+            }
+            Proto::Http2 => {
+                // Streams share the socket, so its marks belong to no one
+                // request: waiting runs to the response headers.
+                t.sending = 0;
+                t.waiting = headers_at - send_start;
+                t.receiving = end - headers_at;
+            }
+        }
+        t.duration = end - send_start;
+        (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+        resp.body_len = len;
+        if resp.error.is_some() {
+            resp.status = 0;
+            resp.body = None;
+            return;
+        }
+        if let (true, Some(raw)) = (encoded, buf.as_ref()) {
+            match decode::decode(&resp.headers, raw.as_slice()) {
+                Ok(plain) => {
+                    let mut out = self.pool.take(Some(plain.len()));
+                    out.extend(&plain);
+                    resp.body_len = plain.len() as u64;
+                    buf = Some(out);
+                }
+                Err(message) => {
+                    resp.error = Some(HttpError::new(ErrorCode::Decompression, message));
+                }
+            }
+        }
+        resp.body = buf;
+    }
+}
+
+/// Waits until an idle connection can take a request; false when it
+/// closed meanwhile.
+async fn ready(conn: &mut Conn) -> bool {
+    match &mut conn.sender {
+        Sender::H1(s) => s.ready().await.is_ok(),
+        Sender::H2(s) => s.ready().await.is_ok(),
+    }
+}
+
+/// A new connection and when its phases ended.
+struct Dialled {
+    conn: Conn,
+    resolved: u64,
+    connected: u64,
+    tls_ns: u64,
+}
+
+async fn dial(
+    resolver: Arc<Resolver>,
+    host: String,
+    port: u16,
+    authority: String,
+    how: Handshake,
+) -> Result<Dialled, HttpError> {
+    let addrs = resolver.resolve(&host, port).await?;
+    let resolved = now_ns();
+    let mut last_err = None;
+    let mut stream = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last_err = Some(HttpError::from_connect(&e, &authority)),
+        }
+    }
+    let Some(stream) = stream else {
+        return Err(last_err.unwrap_or_else(|| {
+            HttpError::new(ErrorCode::Dial, format!("dial tcp {authority}: no address"))
+        }));
+    };
+    let connected = now_ns();
+    let (conn, tls_ns) = Conn::open(stream, how, &host).await?;
+    Ok(Dialled {
+        conn,
+        resolved,
+        connected,
+        tls_ns,
+    })
+}

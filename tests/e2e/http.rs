@@ -1,0 +1,383 @@
+//! The HTTP client against real servers on loopback: TLS with a
+//! self-signed certificate (rcgen), HTTP/2 by ALPN and h2c, batch limits
+//! observed at the server, redirects, cookies, compression, expected
+//! statuses, connection reuse, and misbehaving servers, each failure with
+//! its k6 error code. The guest is examples/rust/http_features.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wload::demo::server::{ServeOptions, TargetServer};
+
+use crate::support::*;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// A self-signed certificate for `localhost`, written as PEM into the
+/// test's scratch folder, and a rustls server config offering `alpn`.
+fn tls_server(name: &str, alpn: &[&[u8]]) -> (TargetServer, PathBuf) {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
+        .expect("generate a certificate");
+    let dir = scratch(&format!("{name}_cert"));
+    let pem = dir.join("cert.pem");
+    std::fs::write(&pem, certified.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(certified.signing_key.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)
+    .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let opts = ServeOptions {
+        tls: Some(Arc::new(config)),
+        h2c: false,
+    };
+    let server = runtime()
+        .block_on(TargetServer::start_with(([127, 0, 0, 1], 0).into(), opts))
+        .unwrap();
+    (server, pem)
+}
+
+fn features(name: &str, base: &str, args: &str) -> Finished {
+    let run = run_test(name, "http_features", base, args, LIMIT);
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    run
+}
+
+/// Every check of the run passed at least once and never failed.
+fn all_pass(run: &Finished) {
+    let checks = run.summary["root_group"]["checks"].as_array().unwrap();
+    assert!(!checks.is_empty());
+    for c in checks {
+        assert_eq!(c["fails"], 0, "check failed: {c}\nstderr: {}", run.stderr());
+        assert!(c["passes"].as_u64().unwrap() > 0, "{c}");
+    }
+}
+
+#[test]
+fn https_negotiates_http2_by_alpn_and_multiplexes_on_few_connections() {
+    let (server, ca) = tls_server("tls_h2", &[b"h2", b"http/1.1"]);
+    let base = format!("https://localhost:{}", server.addr.port());
+    let ca = ca.display();
+    let run = features(
+        "tls_h2",
+        &base,
+        &format!(
+            "--vus 2 --iterations 20 -e MODE=proto -e EXPECT_PROTO=HTTP/2.0 -e EXPECT_TLS=tls1.3 --tls-ca {ca}"
+        ),
+    );
+    all_pass(&run);
+    assert_eq!(run.metric("http_reqs", "count"), 20.0);
+    assert!(run.metric("http_req_tls_handshaking", "max") > 0.0);
+    // One connection per VU, reused by all of its requests.
+    assert_eq!(server.stats.connections(), 2);
+
+    // Offering only HTTP/1.1 gets HTTP/1.1 over TLS 1.3.
+    let run = features(
+        "tls_h1",
+        &base,
+        &format!(
+            "--vus 1 --iterations 5 -e MODE=proto -e EXPECT_PROTO=HTTP/1.1 -e EXPECT_TLS=tls1.3 --tls-ca {ca} --no-http2"
+        ),
+    );
+    all_pass(&run);
+}
+
+#[test]
+fn batches_share_one_http2_connection() {
+    let (server, ca) = tls_server("tls_batch", &[b"h2", b"http/1.1"]);
+    let base = format!("https://localhost:{}", server.addr.port());
+    let run = features(
+        "tls_batch",
+        &base,
+        &format!(
+            "--vus 1 --iterations 3 -e MODE=batch -e BATCH_N=8 --tls-ca {}",
+            ca.display()
+        ),
+    );
+    all_pass(&run);
+    assert_eq!(run.metric("http_reqs", "count"), 48.0);
+    assert_eq!(
+        server.stats.connections(),
+        1,
+        "streams were not multiplexed"
+    );
+}
+
+#[test]
+fn tls_failures_carry_their_codes_and_insecure_skips_verification() {
+    let (server, ca) = tls_server("tls_fail", &[b"http/1.1"]);
+    let port = server.addr.port();
+    // Self-signed and not trusted: unknown authority.
+    let run = features(
+        "tls_unknown",
+        "http://unused",
+        &format!(
+            "--iterations 2 -e MODE=error -e TARGET=https://localhost:{port}/ -e EXPECT_CODE=1310"
+        ),
+    );
+    all_pass(&run);
+    assert_eq!(run.metric("http_req_failed", "passes"), 2.0);
+    // Trusted, but the certificate names localhost, not 127.0.0.1.
+    let run = features(
+        "tls_hostname",
+        "http://unused",
+        &format!(
+            "--iterations 2 -e MODE=error -e TARGET=https://127.0.0.1:{port}/ -e EXPECT_CODE=1311 --tls-ca {}",
+            ca.display()
+        ),
+    );
+    all_pass(&run);
+    // Plain HTTP spoken to a TLS port: the server's alert is not HTTP.
+    let run = features(
+        "tls_plain",
+        "http://unused",
+        &format!(
+            "--iterations 1 -e MODE=error -e TARGET=http://127.0.0.1:{port}/ -e EXPECT_CODE=1000"
+        ),
+    );
+    all_pass(&run);
+    let run = features(
+        "tls_insecure",
+        &format!("https://127.0.0.1:{port}"),
+        "--iterations 3 -e MODE=proto -e EXPECT_PROTO=HTTP/1.1 -e EXPECT_TLS=tls1.3 --insecure-skip-tls-verify",
+    );
+    all_pass(&run);
+}
+
+#[test]
+fn h2c_with_prior_knowledge() {
+    let server = runtime()
+        .block_on(TargetServer::start_with(
+            ([127, 0, 0, 1], 0).into(),
+            ServeOptions {
+                tls: None,
+                h2c: true,
+            },
+        ))
+        .unwrap();
+    let run = features(
+        "h2c",
+        &server.base_url(),
+        "--vus 2 --iterations 10 -e MODE=proto -e EXPECT_PROTO=HTTP/2.0 --h2c",
+    );
+    all_pass(&run);
+    assert_eq!(server.stats.connections(), 2);
+}
+
+#[test]
+fn batch_per_host_bounds_concurrency_at_the_server() {
+    let server = server();
+    let run = features(
+        "batch_limit",
+        &server.base_url(),
+        "--vus 1 --iterations 2 -e MODE=batch -e BATCH_N=10 --batch-per-host 3",
+    );
+    all_pass(&run);
+    assert_eq!(run.metric("http_reqs", "count"), 40.0);
+    assert_eq!(server.stats.max_in_flight(), 3);
+    // HTTP/1.1: one connection per request in flight, reused.
+    assert_eq!(server.stats.connections(), 3);
+
+    let server = self::server();
+    let run = features(
+        "batch_default",
+        &server.base_url(),
+        "--vus 1 --iterations 1 -e MODE=batch -e BATCH_N=10",
+    );
+    all_pass(&run);
+    assert_eq!(server.stats.max_in_flight(), 6);
+}
+
+#[test]
+fn redirects_are_followed_measured_and_limited() {
+    let (server, run) = run_ok(
+        "redirects",
+        "http_features",
+        "--vus 1 --iterations 3 -e MODE=redirect",
+    );
+    all_pass(&run);
+    // Per iteration: 4 hops + the final response, then 1 hop + the 302.
+    assert_eq!(run.metric("http_reqs", "count"), 21.0);
+    assert_eq!(server.stats.requests(), 21);
+    assert_eq!(run.metric("http_req_failed", "passes"), 0.0);
+}
+
+#[test]
+fn cookies_persist_per_vu_across_iterations() {
+    let (_server, run) = run_ok(
+        "cookies",
+        "http_features",
+        "--vus 2 --iterations 8 -e MODE=cookies",
+    );
+    all_pass(&run);
+}
+
+#[test]
+fn compressed_bodies_are_decoded_and_counted_on_the_wire() {
+    let (_server, run) = run_ok(
+        "compress",
+        "http_features",
+        "--vus 1 --iterations 4 -e MODE=compress",
+    );
+    all_pass(&run);
+    // Decoded bodies would be 3 x 143 bytes per iteration; the wire
+    // carried compressed ones plus headers.
+    let plain = wload::demo::server::COMPRESSIBLE.len() as f64;
+    assert!(run.metric("data_received", "count") < 12.0 * (plain + 60.0));
+}
+
+#[test]
+fn expected_statuses_per_request_and_per_run() {
+    let (_server, run) = run_ok("expect", "http_features", "--iterations 4 -e MODE=expect");
+    all_pass(&run);
+    // 404 expected by the request, 418 not.
+    assert_eq!(run.metric("http_req_failed", "passes"), 4.0);
+    assert_eq!(run.metric("http_req_failed", "fails"), 4.0);
+    let (_server, run) = run_ok(
+        "expect_run",
+        "http_features",
+        "--iterations 4 -e MODE=expect --expected-statuses 200-299,418",
+    );
+    assert_eq!(run.metric("http_req_failed", "passes"), 0.0);
+}
+
+#[test]
+fn sdk_helpers_build_bodies_and_discard_mode_is_run_wide() {
+    let (_server, run) = run_ok("sdk", "http_features", "--iterations 2 -e MODE=sdk");
+    all_pass(&run);
+    let (_server, run) = run_ok(
+        "keep",
+        "http_features",
+        "--iterations 2 -e MODE=keep --discard-response-bodies",
+    );
+    all_pass(&run);
+}
+
+#[test]
+fn connection_reuse_can_be_turned_off() {
+    // 3 iterations x 7 requests (redirect mode) on one connection.
+    let (server, _run) = run_ok("reuse", "http_features", "--iterations 3 -e MODE=redirect");
+    assert_eq!(server.stats.connections(), 1);
+    let (server, _run) = run_ok(
+        "no_vu_reuse",
+        "http_features",
+        "--iterations 3 -e MODE=redirect --no-vu-connection-reuse",
+    );
+    assert_eq!(server.stats.connections(), 3);
+    let (server, _run) = run_ok(
+        "no_reuse",
+        "http_features",
+        "--iterations 3 -e MODE=redirect --no-connection-reuse",
+    );
+    assert_eq!(server.stats.connections(), 21);
+}
+
+/// A raw TCP server that reads one request head and then misbehaves.
+fn misbehaving(act: fn(TcpStream)) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                let mut head = Vec::new();
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                act(stream);
+            });
+        }
+    });
+    addr
+}
+
+fn expect_code(name: &str, target: &str, code: u32, extra: &str) -> Finished {
+    let run = features(
+        name,
+        "http://unused",
+        &format!(
+            "--vus 2 --iterations 4 -e MODE=error -e TARGET={target} -e EXPECT_CODE={code} {extra}"
+        ),
+    );
+    all_pass(&run);
+    assert_eq!(run.metric("http_req_failed", "passes"), 4.0);
+    assert_eq!(run.metric("iterations", "count"), 4.0);
+    run
+}
+
+#[test]
+fn misbehaving_servers_are_counted_with_error_codes() {
+    // Refused: a port nobody listens on any more.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    expect_code("refused", &format!("http://{closed}/"), 1212, "");
+
+    // Reset in the middle of the body.
+    let reset = misbehaving(|mut s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\npartial");
+        let _ = s.flush();
+        std::thread::sleep(Duration::from_millis(50));
+        // SO_LINGER 0: close with RST instead of FIN.
+        let _ = socket_linger_zero(&s);
+        drop(s);
+    });
+    expect_code("reset", &format!("http://{reset}/"), 1220, "");
+
+    // Never answers: the request's timeout.
+    let hang = misbehaving(|s| {
+        std::thread::sleep(Duration::from_secs(3));
+        drop(s);
+    });
+    let run = expect_code(
+        "hang",
+        &format!("http://{hang}/"),
+        1050,
+        "-e TIMEOUT_MS=300",
+    );
+    assert!(run.metric("http_req_duration", "max") >= 290.0);
+
+    // Garbage instead of HTTP.
+    let garbage = misbehaving(|mut s| {
+        let _ = s.write_all(b"this is not HTTP at all\r\n\r\n");
+    });
+    expect_code("garbage", &format!("http://{garbage}/"), 1000, "");
+
+    // A URL that is not one.
+    expect_code("bad_url", "ftp://127.0.0.1/", 1020, "");
+}
+
+fn socket_linger_zero(s: &TcpStream) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket and a correctly sized option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
