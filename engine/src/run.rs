@@ -299,6 +299,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .map(|s| s.start_time + s.executor.max_duration())
         .max()
         .unwrap_or_default();
+    let trace_task = std::env::var_os("WLOAD_VUS_TRACE")
+        .map(|path| tokio::spawn(progress::trace_vus(ctl.clone(), path.into())));
     let progress_task = tokio::spawn(progress::run(
         ctl.clone(),
         recorder.clone(),
@@ -321,6 +323,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     executor::join_all(&mut scenarios, &ctl).await;
     let elapsed = started.elapsed();
     progress_task.abort();
+    if let Some(t) = trace_task {
+        t.abort();
+    }
     progress::finish(opts.quiet);
 
     // teardown: runs even after Ctrl-C, unless the run was hard-stopped.

@@ -58,6 +58,26 @@ pub async fn run(
     }
 }
 
+/// `WLOAD_VUS_TRACE=FILE`: write `milliseconds active_vus` every 100 ms,
+/// for checking how closely an executor follows its plan (see
+/// `bench/executors.sh`). Runs until aborted.
+pub async fn trace_vus(ctl: Arc<RunControl>, path: std::path::PathBuf) {
+    let Ok(file) = std::fs::File::create(&path) else {
+        eprintln!("WARN cannot write the VU trace to {}", path.display());
+        return;
+    };
+    let mut out = std::io::LineWriter::new(file);
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        let active = ctl.progress.active_vus.load(Ordering::Relaxed);
+        if writeln!(out, "{} {active}", started.elapsed().as_millis()).is_err() {
+            return;
+        }
+    }
+}
+
 /// Clear the in-place line before the summary prints.
 pub fn finish(quiet: bool) {
     if !quiet && std::io::stderr().is_terminal() {
