@@ -221,11 +221,16 @@ fn a_stalling_server_shows_in_the_corrected_percentiles() {
     );
     let dropped = run.metric("dropped_iterations", "count");
     assert!(dropped >= 20.0, "{dropped} dropped");
-    let corrected = run.metric("iteration_duration_corrected", "p(99)");
-    assert!(corrected >= 900.0, "corrected p99 {corrected} ms");
-    let actual_med = run.metric("http_req_duration", "med");
-    assert!(actual_med < 100.0, "actual median {actual_med} ms");
-    assert!(corrected > run.metric("iteration_duration", "p(95)"));
+    // No sample can exceed the stall (1 s) by much: the waits of the
+    // dropped iterations fill the corrected tail up to it, while the
+    // actual durations stay fast for all but the one request that was in
+    // flight when the stall began.
+    let corrected_p99 = run.metric("iteration_duration_corrected", "p(99)");
+    assert!(corrected_p99 >= 900.0, "corrected p99 {corrected_p99} ms");
+    let corrected_p90 = run.metric("iteration_duration_corrected", "p(90)");
+    assert!(corrected_p90 >= 300.0, "corrected p90 {corrected_p90} ms");
+    let actual_p90 = run.metric("http_req_duration", "p(90)");
+    assert!(actual_p90 < 50.0, "actual p90 {actual_p90} ms");
 }
 
 /// Run `hello` with `options`; it must be refused before any request.
