@@ -6,5 +6,6 @@
 mod support;
 
 mod errors;
+mod languages;
 mod load;
 mod results;
