@@ -40,7 +40,8 @@ fn npm_sdk(sdk: &str) -> PathBuf {
     copy_tree(&src, &dst);
     if installed.as_deref() != Some(lock.as_slice()) {
         let mut npm = Command::new("npm");
-        npm.args(["ci", "--no-audit", "--no-fund"]).current_dir(&dst);
+        npm.args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dst);
         must(npm, &format!("npm ci in {}", dst.display()));
         std::fs::write(dst.join("node_modules/.wload-lock"), &lock).expect("mark install");
     }
@@ -102,10 +103,15 @@ fn assemblyscript() -> &'static Built {
             let mut node = Command::new("node");
             node.arg(sdk.join("bin/wload-as.mjs"))
                 .arg("build")
-                .arg(repo_root().join(format!("examples/assemblyscript/{example}/assembly/index.ts")))
+                .arg(repo_root().join(format!(
+                    "examples/assemblyscript/{example}/assembly/index.ts"
+                )))
                 .arg("-o")
                 .arg(&out);
-            must(node, &format!("wload-as build examples/assemblyscript/{example}"));
+            must(
+                node,
+                &format!("wload-as build examples/assemblyscript/{example}"),
+            );
             out
         };
         Built {
@@ -152,7 +158,10 @@ const LIMIT: Duration = Duration::from_secs(180);
 /// against its own server; both must exit 0.
 fn side_by_side(name: &str, test: &Path, rust: &str, args: &str) -> [(u64, Finished); 2] {
     let mut runs = Vec::new();
-    for (label, path) in [(name.to_owned(), test.to_owned()), (format!("{name}_rust"), guest(rust))] {
+    for (label, path) in [
+        (name.to_owned(), test.to_owned()),
+        (format!("{name}_rust"), guest(rust)),
+    ] {
         let server = server();
         let run = run_file(&label, &path, &server.base_url(), args, LIMIT);
         assert_eq!(run.code(), Some(0), "{label}: stderr: {}", run.stderr());
@@ -164,12 +173,24 @@ fn side_by_side(name: &str, test: &Path, rust: &str, args: &str) -> [(u64, Finis
 }
 
 fn hello_counts_like_rust(lang: &str, test: &Path) {
-    let [(reqs, run), (rust_reqs, rust)] =
-        side_by_side(&format!("{lang}_hello"), test, "hello", "--vus 4 --iterations 400");
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(
+        &format!("{lang}_hello"),
+        test,
+        "hello",
+        "--vus 4 --iterations 400",
+    );
     assert_eq!(reqs, 400, "{lang} hello: requests at the server");
     assert_eq!(reqs, rust_reqs);
-    for (metric, field) in [("http_reqs", "count"), ("iterations", "count"), ("body_bytes", "count")] {
-        assert_eq!(run.metric(metric, field), rust.metric(metric, field), "{lang}: {metric}.{field}");
+    for (metric, field) in [
+        ("http_reqs", "count"),
+        ("iterations", "count"),
+        ("body_bytes", "count"),
+    ] {
+        assert_eq!(
+            run.metric(metric, field),
+            rust.metric(metric, field),
+            "{lang}: {metric}.{field}"
+        );
     }
     assert_eq!(run.check("status is 200"), (400, 0));
     assert_eq!(run.check("status is 200"), rust.check("status is 200"));
@@ -177,13 +198,24 @@ fn hello_counts_like_rust(lang: &str, test: &Path) {
 
 fn browse_counts_like_rust(lang: &str, test: &Path) {
     // 12 iterations over 4 VUs, one second of sleep each: about 3 s.
-    let [(reqs, run), (rust_reqs, rust)] =
-        side_by_side(&format!("{lang}_browse"), test, "browse", "--vus 4 --iterations 12");
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(
+        &format!("{lang}_browse"),
+        test,
+        "browse",
+        "--vus 4 --iterations 12",
+    );
     // home, item page, two assets, echo.
     assert_eq!(reqs, 12 * 5, "{lang} browse: requests at the server");
     assert_eq!(reqs, rust_reqs);
-    assert_eq!(run.metric("http_reqs", "count"), rust.metric("http_reqs", "count"));
-    assert_eq!(run.metric("page_time", "count"), 12.0, "{lang}: page_time samples");
+    assert_eq!(
+        run.metric("http_reqs", "count"),
+        rust.metric("http_reqs", "count")
+    );
+    assert_eq!(
+        run.metric("page_time", "count"),
+        12.0,
+        "{lang}: page_time samples"
+    );
     for check in [
         "home is 200",
         "item page has 1024 bytes",
@@ -191,7 +223,11 @@ fn browse_counts_like_rust(lang: &str, test: &Path) {
         "echo returns the item",
     ] {
         assert_eq!(run.check(check), (12, 0), "{lang}: check {check:?}");
-        assert_eq!(run.check(check), rust.check(check), "{lang}: check {check:?}");
+        assert_eq!(
+            run.check(check),
+            rust.check(check),
+            "{lang}: check {check:?}"
+        );
     }
 }
 

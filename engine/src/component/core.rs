@@ -48,7 +48,9 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut resolve = Resolve::default();
         let (pkg, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
-        let world = resolve.select_world(&[pkg], Some("test")).expect("world test");
+        let world = resolve
+            .select_world(&[pkg], Some("test"))
+            .expect("world test");
         metadata::encode(&resolve, world, StringEncoding::UTF8, None).expect("encode metadata")
     }
 
@@ -57,8 +59,8 @@ mod tests {
     /// `WLOAD_BLESS=1` after changing the WIT to rewrite it.
     #[test]
     fn assemblyscript_metadata_matches_the_wit() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../sdk/assemblyscript/component-type.wasm");
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk/assemblyscript/component-type.wasm");
         let fresh = world_metadata();
         if std::env::var_os("WLOAD_BLESS").is_some() {
             std::fs::write(&path, &fresh).expect("write component-type.wasm");

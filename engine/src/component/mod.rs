@@ -85,8 +85,9 @@ impl CompiledTest {
             FileKind::Component => cache.get_or_compile(engine, bytes)?,
             FileKind::Precompiled => bytes.to_vec(),
             FileKind::CoreModule if core::has_component_metadata(bytes) => {
-                let component = core::to_component(bytes)
-                    .with_context(|| format!("{name} is a core module that cannot become a component"))?;
+                let component = core::to_component(bytes).with_context(|| {
+                    format!("{name} is a core module that cannot become a component")
+                })?;
                 cache.get_or_compile(engine, &component)?
             }
             FileKind::CoreModule => bail!(
