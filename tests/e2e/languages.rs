@@ -211,11 +211,9 @@ fn browse_counts_like_rust(lang: &str, test: &Path) {
         run.metric("http_reqs", "count"),
         rust.metric("http_reqs", "count")
     );
-    assert_eq!(
-        run.metric("page_time", "count"),
-        12.0,
-        "{lang}: page_time samples"
-    );
+    assert_eq!(run.metric("iterations", "count"), 12.0, "{lang}: iterations");
+    // The custom time trend got real samples (a trend exports no count).
+    assert!(run.metric("page_time", "min") > 0.0, "{lang}: page_time");
     for check in [
         "home is 200",
         "item page has 1024 bytes",
