@@ -211,7 +211,11 @@ fn browse_counts_like_rust(lang: &str, test: &Path) {
         run.metric("http_reqs", "count"),
         rust.metric("http_reqs", "count")
     );
-    assert_eq!(run.metric("iterations", "count"), 12.0, "{lang}: iterations");
+    assert_eq!(
+        run.metric("iterations", "count"),
+        12.0,
+        "{lang}: iterations"
+    );
     // The custom time trend got real samples (a trend exports no count).
     assert!(run.metric("page_time", "min") > 0.0, "{lang}: page_time");
     for check in [

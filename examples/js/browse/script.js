@@ -3,7 +3,7 @@
 // Same as examples/rust/browse, plus setup data: setup() reads the target
 // once and every VU receives the result.
 //
-//   npx wload-js build script.js -o browse.wasm
+//   node ../../../sdk/js/bin/wload-js.mjs build script.js -o browse.wasm   (after `npm ci` in sdk/js)
 //   wload run browse.wasm --vus 1000 --duration 30s -e BASE_URL=http://127.0.0.1:8080
 
 import http from 'wload/http';

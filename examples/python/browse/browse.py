@@ -3,7 +3,7 @@ call, a check on each, and one second of think time. Same as
 examples/rust/browse, plus setup data: setup() runs once and every VU
 receives its result as `data`.
 
-    wload-py build browse.py -o browse.wasm
+    python ../../../sdk/python/wload_build.py build browse.py -o browse.wasm   # with componentize-py==0.25.1 installed
     wload run browse.wasm --vus 1000 --duration 30s -e BASE_URL=http://127.0.0.1:8080
 """
 

@@ -2,7 +2,7 @@
 count the bytes received in a custom metric. No sleep: each VU sends
 requests back to back. Same as examples/rust/hello.
 
-    wload-py build hello.py -o hello.wasm
+    python ../../../sdk/python/wload_build.py build hello.py -o hello.wasm   # with componentize-py==0.25.1 installed
     wload run hello.wasm --vus 10 --duration 10s -e BASE_URL=http://127.0.0.1:8080
 """
 

@@ -3,7 +3,7 @@
 // examples/rust/browse, plus setup data: setup() returns the base URL as
 // JSON and every VU receives it.
 //
-//   npx wload-as build assembly/index.ts -o browse.wasm
+//   node ../../../sdk/assemblyscript/bin/wload-as.mjs build assembly/index.ts -o browse.wasm   (after `npm ci` in sdk/assemblyscript)
 //   wload run browse.wasm --vus 1000 --duration 30s -e BASE_URL=http://127.0.0.1:8080
 
 import { http, vu, check, env, sleep, Trend, Request, test } from "wload-as";

@@ -2,7 +2,7 @@
 // count the bytes received in a custom metric. No sleep: each VU sends
 // requests back to back. Same as examples/rust/hello.
 //
-//   npx wload-as build assembly/index.ts -o hello.wasm
+//   node ../../../sdk/assemblyscript/bin/wload-as.mjs build assembly/index.ts -o hello.wasm   (after `npm ci` in sdk/assemblyscript)
 //   wload run hello.wasm --vus 10 --duration 10s -e BASE_URL=http://127.0.0.1:8080
 
 import { http, check, env, Counter, test } from "wload-as";
