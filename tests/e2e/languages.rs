@@ -72,10 +72,16 @@ struct Built {
     browse: PathBuf,
 }
 
+/// The JS SDK, installed once per test process.
+fn npm_sdk_once() -> &'static Path {
+    static SDK: OnceLock<PathBuf> = OnceLock::new();
+    SDK.get_or_init(|| npm_sdk("js"))
+}
+
 fn javascript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let sdk = npm_sdk("js");
+        let sdk = npm_sdk_once();
         let build = |example: &str| {
             let out = lang_dir().join(format!("js-{example}.wasm"));
             let mut node = Command::new("node");
@@ -238,6 +244,37 @@ fn javascript_examples_count_like_rust() {
     let built = javascript();
     hello_counts_like_rust("js", &built.hello);
     browse_counts_like_rust("js", &built.browse);
+}
+
+/// k6 scripts often read `__ENV` at the top level; in wload that code runs
+/// at build time, so the build must fail and say what to do.
+#[test]
+fn javascript_top_level_host_calls_fail_the_build_with_advice() {
+    let sdk = npm_sdk_once();
+    let dir = scratch("js_top_level");
+    let script = dir.join("script.js");
+    std::fs::write(
+        &script,
+        "import http from 'k6/http';\n\
+         const BASE = __ENV.BASE_URL || 'http://127.0.0.1:8080';\n\
+         export default function () { http.get(BASE); }\n",
+    )
+    .expect("write script");
+    let out = Command::new("node")
+        .arg(sdk.join("bin/wload-js.mjs"))
+        .arg("build")
+        .arg(&script)
+        .arg("-o")
+        .arg(dir.join("test.wasm"))
+        .output()
+        .expect("run node");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded: {stderr}");
+    assert!(
+        stderr.contains("__ENV.BASE_URL cannot be used at the top level")
+            && stderr.contains("move it into the default function"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -52,6 +52,8 @@ async function buildTest(script, out) {
     await writeFile(
       entry,
       [
+        // The SDK's globals (__ENV, __VU, __ITER, console) before the script.
+        `import 'wload';`,
         `import * as script from ${JSON.stringify(scriptPath)};`,
         `import { makeExports } from 'wload-internal:exports';`,
         `const t = makeExports(script);`,

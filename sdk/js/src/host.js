@@ -18,8 +18,8 @@ export function markRunning() {
 function guard(what) {
   if (!running) {
     throw new Error(
-      `${what} was called at the top level of the script. In wload the top level runs once, ` +
-        'at build time, where there is no engine: move it into the default function, setup() ' +
+      `${what} cannot be used at the top level of the script: in wload the top level runs once, ` +
+        'at build time, where there is no engine; move it into the default function, setup() ' +
         'or teardown() (k6 runs it per VU; wload snapshots it)',
     );
   }

@@ -19,8 +19,8 @@ def mark_running() -> None:
 def guard(what: str) -> None:
     if not _running:
         raise RuntimeError(
-            f"{what} was called at the top level of the test. In wload the top level runs once, "
-            "at build time, where there is no engine: move it into default(), setup() or teardown()"
+            f"{what} cannot be used at the top level of the test: in wload the top level runs once, "
+            "at build time, where there is no engine; move it into default(), setup() or teardown()"
         )
 
 
