@@ -8,5 +8,6 @@ mod support;
 mod errors;
 mod executors;
 mod http;
+mod languages;
 mod load;
 mod results;

@@ -160,11 +160,16 @@ pub fn run_test(
     args: &str,
     limit: Duration,
 ) -> Finished {
+    run_file(name, &guest(guest_name), base_url, args, limit)
+}
+
+/// [`run_test`] for a test file given by path (guests of other languages).
+pub fn run_file(name: &str, test: &Path, base_url: &str, args: &str, limit: Duration) -> Finished {
     let dir = scratch(name);
     let export = dir.join("summary.json");
     let mut cmd = wload();
     cmd.arg("run")
-        .arg(guest(guest_name))
+        .arg(test)
         .args(args.split_whitespace())
         .arg("-e")
         .arg(format!("BASE_URL={base_url}"))

@@ -2,10 +2,14 @@
 //! by content hash), checking that it is a test of the `wload:test` world,
 //! and reading what the pool must provide for one instance.
 //!
+//! Core modules carrying the world's metadata (what the AssemblyScript SDK
+//! builds) are turned into components first, in [`core`].
+//!
 //! Nothing here knows about HTTP; the world check uses the host linker
 //! only to ask whether every import is provided and every export exists.
 
 mod cache;
+mod core;
 
 use std::path::{Path, PathBuf};
 
@@ -80,9 +84,16 @@ impl CompiledTest {
         let cwasm = match detect(bytes) {
             FileKind::Component => cache.get_or_compile(engine, bytes)?,
             FileKind::Precompiled => bytes.to_vec(),
+            FileKind::CoreModule if core::has_component_metadata(bytes) => {
+                let component = core::to_component(bytes).with_context(|| {
+                    format!("{name} is a core module that cannot become a component")
+                })?;
+                cache.get_or_compile(engine, &component)?
+            }
             FileKind::CoreModule => bail!(
-                "{name} is a core WebAssembly module, not a component; expected a component of the world \
-                 {WORLD}: build Rust tests with `cargo build --target wasm32-wasip2` (not wasm32-unknown-unknown or wasm32-wasip1)"
+                "{name} is a core WebAssembly module, not a component, and carries no component metadata; expected a component of the world \
+                 {WORLD}: build Rust tests with `cargo build --target wasm32-wasip2` (not wasm32-unknown-unknown or wasm32-wasip1), \
+                 AssemblyScript tests with `npx wload-as build`"
             ),
             FileKind::NotWasm => bail!(
                 "{name} is not a WebAssembly file; expected a component of the world {WORLD} \

@@ -1,0 +1,3 @@
+module wload/sdk
+
+go 1.24

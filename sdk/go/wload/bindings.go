@@ -1,0 +1,74 @@
+// The imports of the world wload:test@0.1.0 with their core (canonical
+// ABI) signatures, for Go ≥ 1.24 and TinyGo (both know go:wasmimport).
+// Records too large to pass flat (request: 17 values) go by pointer;
+// results that are not one scalar are written at a return pointer.
+
+package wload
+
+import "unsafe"
+
+//go:wasmimport wload:test/http@0.1.0 send
+func witSend(req unsafe.Pointer) uint32
+
+//go:wasmimport wload:test/http@0.1.0 batch
+func witBatch(reqs unsafe.Pointer, n uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.status
+func witStatus(h uint32) uint32
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.headers
+func witHeaders(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.timings
+func witTimings(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.error
+func witError(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.error-code
+func witErrorCode(h uint32) uint32
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.body-len
+func witBodyLen(h uint32) uint64
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.body
+func witBody(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.url
+func witURL(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [resource-drop]response
+func witDrop(h uint32)
+
+//go:wasmimport wload:test/checks@0.1.0 check
+func witCheck(name unsafe.Pointer, nameLen uint32, ok uint32, tags unsafe.Pointer, tagsLen uint32) uint32
+
+//go:wasmimport wload:test/metrics@0.1.0 define
+func witDefine(name unsafe.Pointer, nameLen uint32, kind uint32, isTime uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/metrics@0.1.0 add
+func witAdd(id uint32, value float64, tags unsafe.Pointer, tagsLen uint32)
+
+//go:wasmimport wload:test/vu@0.1.0 id
+func witVuID() uint32
+
+//go:wasmimport wload:test/vu@0.1.0 iteration
+func witVuIteration() uint64
+
+//go:wasmimport wload:test/vu@0.1.0 scenario
+func witVuScenario(ret unsafe.Pointer)
+
+//go:wasmimport wload:test/vu@0.1.0 sleep
+func witVuSleep(ns uint64)
+
+//go:wasmimport wload:test/vu@0.1.0 env
+func witVuEnv(key unsafe.Pointer, keyLen uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/vu@0.1.0 setup-data
+func witVuSetupData(ret unsafe.Pointer)
+
+//go:wasmimport wload:test/vu@0.1.0 log
+func witVuLog(level uint32, msg unsafe.Pointer, msgLen uint32)
+
+//go:wasmimport wload:test/vu@0.1.0 report-panic
+func witVuReportPanic(msg unsafe.Pointer, msgLen uint32)

@@ -1,0 +1,184 @@
+// Package wload writes wload load tests in Go (Go ≥ 1.24 or TinyGo): a
+// Test registered with Register from an init function, exported as the
+// world wload:test through the go:wasmexport functions below.
+package wload
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Test is a load test. Iteration runs once per iteration; data is the
+// JSON text Setup returned ("" when none).
+type Test interface {
+	Iteration(data string) error
+}
+
+// Options is implemented by tests with default options (k6 JSON).
+type Options interface{ Options() string }
+
+// Setup is implemented by tests that prepare data once before the VUs start.
+type Setup interface{ Setup() (string, error) }
+
+// Teardown is implemented by tests that clean up after the VUs stop.
+type Teardown interface{ Teardown(data string) error }
+
+// Execs is implemented by tests with more entry points for scenarios' exec.
+type Execs interface {
+	Functions() []string
+	Exec(name, data string) error
+}
+
+var registered Test
+
+// Register sets this module's test; call it from an init function.
+func Register(t Test) { registered = t }
+
+func the() Test {
+	if registered == nil {
+		panic("no test registered: call wload.Register from an init function")
+	}
+	return registered
+}
+
+// Export return area; the heap blocks it points to stay reachable in
+// `keep` until the engine calls the post-return function.
+var (
+	exportRet [4]uint64
+	keep      []string
+)
+
+func lowerOwned(s string, at unsafe.Pointer) {
+	keep = append(keep, s)
+	p, l := strPtr(s)
+	*(*uint32)(at) = ptr32(p)
+	*(*uint32)(unsafe.Add(at, 4)) = l
+}
+
+func area() unsafe.Pointer {
+	exportRet = [4]uint64{}
+	return unsafe.Pointer(&exportRet[0])
+}
+
+// guard turns a panic into vu.report-panic before the instance traps.
+func guard() {
+	if r := recover(); r != nil {
+		reportPanic(fmt.Sprint("panic: ", r))
+		panic(r)
+	}
+}
+
+func resultUnit(err error) unsafe.Pointer {
+	p := area()
+	if err != nil {
+		*(*uint8)(p) = 1
+		lowerOwned(err.Error(), unsafe.Add(p, 4))
+	}
+	return p
+}
+
+func setupData() string {
+	d, _ := SetupData()
+	return d
+}
+
+//go:wasmexport options
+func exportOptions() unsafe.Pointer {
+	defer guard()
+	p := area()
+	s := ""
+	if o, ok := the().(Options); ok {
+		s = o.Options()
+	}
+	lowerOwned(s, p)
+	return p
+}
+
+//go:wasmexport setup
+func exportSetup() unsafe.Pointer {
+	defer guard()
+	s, ok := the().(Setup)
+	if !ok {
+		return area()
+	}
+	data, err := s.Setup()
+	p := area()
+	switch {
+	case err != nil:
+		*(*uint8)(p) = 1
+		lowerOwned(err.Error(), unsafe.Add(p, 4))
+	case data != "":
+		*(*uint8)(unsafe.Add(p, 4)) = 1
+		lowerOwned(data, unsafe.Add(p, 8))
+	}
+	return p
+}
+
+//go:wasmexport functions
+func exportFunctions() unsafe.Pointer {
+	defer guard()
+	names := []string{"default"}
+	if e, ok := the().(Execs); ok {
+		names = append(names, e.Functions()...)
+	}
+	list := make([]uint32, 2*len(names))
+	for i, n := range names {
+		keep = append(keep, n)
+		p, l := strPtr(n)
+		list[2*i], list[2*i+1] = ptr32(p), l
+	}
+	keepLists = append(keepLists, list)
+	p := area()
+	*(*uint32)(p) = ptr32(unsafe.Pointer(unsafe.SliceData(list)))
+	*(*uint32)(unsafe.Add(p, 4)) = uint32(len(names))
+	return p
+}
+
+var keepLists [][]uint32
+
+//go:wasmexport iteration
+func exportIteration(execPtr unsafe.Pointer, execLen uint32) unsafe.Pointer {
+	defer guard()
+	exec := string(unsafe.Slice((*byte)(execPtr), execLen))
+	released()
+	t := the()
+	if exec == "default" {
+		return resultUnit(t.Iteration(setupData()))
+	}
+	if e, ok := t.(Execs); ok {
+		return resultUnit(e.Exec(exec, setupData()))
+	}
+	return resultUnit(fmt.Errorf("this test has no entry point named %q", exec))
+}
+
+//go:wasmexport teardown
+func exportTeardown() unsafe.Pointer {
+	defer guard()
+	if td, ok := the().(Teardown); ok {
+		return resultUnit(td.Teardown(setupData()))
+	}
+	return resultUnit(nil)
+}
+
+// Post-return: the engine has copied the results; let the GC have them.
+func postReturn() {
+	clear(keep)
+	keep = keep[:0]
+	clear(keepLists)
+	keepLists = keepLists[:0]
+}
+
+//go:wasmexport cabi_post_options
+func postOptions(unsafe.Pointer) { postReturn() }
+
+//go:wasmexport cabi_post_setup
+func postSetup(unsafe.Pointer) { postReturn() }
+
+//go:wasmexport cabi_post_functions
+func postFunctions(unsafe.Pointer) { postReturn() }
+
+//go:wasmexport cabi_post_iteration
+func postIteration(unsafe.Pointer) { postReturn() }
+
+//go:wasmexport cabi_post_teardown
+func postTeardown(unsafe.Pointer) { postReturn() }

@@ -1,0 +1,94 @@
+// The raw imports of the world `wload:test`, guarded: at build time the
+// top level of a test runs once inside the snapshotting step (wizer), where
+// the engine is not there to answer, so a host call then gets a clear error
+// instead of a trap with no explanation.
+
+import * as wit_http from 'wload:test/http@0.1.0';
+import * as wit_checks from 'wload:test/checks@0.1.0';
+import * as wit_metrics from 'wload:test/metrics@0.1.0';
+import * as wit_vu from 'wload:test/vu@0.1.0';
+
+let running = false;
+
+/** Called by the generated entry on the first call from the engine. */
+export function markRunning() {
+  running = true;
+}
+
+function guard(what) {
+  if (!running) {
+    throw new Error(
+      `${what} cannot be used at the top level of the script: in wload the top level runs once, ` +
+        'at build time, where there is no engine; move it into the default function, setup() ' +
+        'or teardown() (k6 runs it per VU; wload snapshots it)',
+    );
+  }
+}
+
+export const http = {
+  send(req) {
+    guard('an HTTP request');
+    return wit_http.send(req);
+  },
+  batch(reqs) {
+    guard('an HTTP request');
+    return wit_http.batch(reqs);
+  },
+};
+
+export const checks = {
+  check(name, ok, tags) {
+    guard('check()');
+    return wit_checks.check(name, ok, tags);
+  },
+};
+
+export const metrics = {
+  define(name, kind, isTime) {
+    guard(`new metric ${JSON.stringify(name)}`);
+    return wit_metrics.define(name, kind, isTime);
+  },
+  add(id, value, tags) {
+    guard('adding to a metric');
+    wit_metrics.add(id, value, tags);
+  },
+};
+
+export const vu = {
+  id() {
+    guard('__VU');
+    return wit_vu.id();
+  },
+  iteration() {
+    guard('__ITER');
+    return Number(wit_vu.iteration());
+  },
+  scenario() {
+    guard('the scenario name');
+    return wit_vu.scenario();
+  },
+  sleep(seconds) {
+    guard('sleep()');
+    wit_vu.sleep(BigInt(Math.max(0, Math.round(seconds * 1e9))));
+  },
+  env(key) {
+    guard(`__ENV.${String(key)}`);
+    return wit_vu.env(key);
+  },
+  setupData() {
+    guard('setup data');
+    return wit_vu.setupData();
+  },
+  log(level, message) {
+    if (running) wit_vu.log(level, message);
+  },
+  reportPanic(message) {
+    if (running) wit_vu.reportPanic(message);
+  },
+};
+
+/** `{k: v}` → `[[k, v]]`, the WIT form of tags and headers. */
+export function fields(obj) {
+  if (!obj) return [];
+  return Object.entries(obj).map(([k, v]) => [String(k), String(v)]);
+}

@@ -1,0 +1,149 @@
+// `import http from 'wload/http'`: k6's http module over the engine's
+// instrumented client. Responses are read eagerly (status, headers, body,
+// timings) and their host handle released at once, so a script can keep
+// responses around without holding engine buffers.
+
+import { http as host, fields } from './host.js';
+
+const NS_PER_MS = 1e6;
+
+function timings(t) {
+  const ms = (ns) => Number(ns) / NS_PER_MS;
+  return {
+    blocked: ms(t.blocked),
+    connecting: ms(t.connecting),
+    tls_handshaking: ms(t.tlsHandshaking),
+    sending: ms(t.sending),
+    waiting: ms(t.waiting),
+    receiving: ms(t.receiving),
+    duration: ms(t.duration),
+  };
+}
+
+/** k6 header objects: names in Canonical-Case, last value wins. */
+function canonical(name) {
+  return name.replace(/(^|-)([a-z])/g, (_m, dash, c) => dash + c.toUpperCase());
+}
+
+/** A response as k6 shows it (plus `body_length`, a wload extension). */
+export class Response {
+  constructor(handle, request) {
+    this.status = handle.status();
+    this.url = handle.url();
+    this.error = handle.error() ?? '';
+    this.error_code = handle.errorCode();
+    this.timings = timings(handle.timings());
+    this.headers = {};
+    for (const [k, v] of handle.headers()) this.headers[canonical(k)] = v;
+    /** Bytes received, also known when the body was discarded. */
+    this.body_length = Number(handle.bodyLen());
+    this.body = request.bodyMode === 'discard' ? null : handle.text();
+    this.request = { method: request.method, url: request.url };
+    // Release the engine's buffer now rather than at some later GC.
+    if (typeof handle[Symbol.dispose] === 'function') handle[Symbol.dispose]();
+  }
+
+  /** The body parsed as JSON; with a selector `a.b`, that member. */
+  json(selector) {
+    if (this.body === null) throw new Error(`the body of ${this.url} was discarded (responseType: "none")`);
+    let v = JSON.parse(this.body);
+    if (selector) for (const part of String(selector).split('.')) v = v == null ? undefined : v[part];
+    return v;
+  }
+}
+
+function encodeBody(body, headers) {
+  if (body === undefined || body === null) return undefined;
+  if (body instanceof Uint8Array) return body;
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  if (typeof body === 'object') {
+    // k6 sends plain objects as a form.
+    if (!headers.some(([k]) => k.toLowerCase() === 'content-type')) {
+      headers.push(['content-type', 'application/x-www-form-urlencoded']);
+    }
+    const form = Object.entries(body)
+      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
+      .join('&');
+    return new TextEncoder().encode(form);
+  }
+  return new TextEncoder().encode(String(body));
+}
+
+/** A k6 duration (`"10s"`, `"500ms"`, or milliseconds as a number) in ns. */
+function timeoutNs(t) {
+  if (t === undefined || t === null) return undefined;
+  if (typeof t === 'number') return BigInt(Math.round(t * NS_PER_MS));
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(String(t).trim());
+  if (!m) throw new Error(`invalid timeout ${JSON.stringify(t)}: use "500ms", "10s", "1m" or milliseconds`);
+  const unit = { ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 }[m[2]];
+  return BigInt(Math.round(Number(m[1]) * unit));
+}
+
+function buildRequest(method, url, body, params = {}) {
+  const headers = fields(params.headers);
+  const tags = { ...(params.tags || {}) };
+  // k6 takes the `name` tag from params.tags.name.
+  const name = tags.name === undefined ? undefined : String(tags.name);
+  delete tags.name;
+  return {
+    method: String(method).toUpperCase(),
+    url: String(url),
+    headers,
+    body: encodeBody(body, headers),
+    tags: fields(tags),
+    name,
+    timeout: timeoutNs(params.timeout),
+    bodyMode: params.responseType === 'none' ? 'discard' : 'keep',
+  };
+}
+
+/** `http.request(method, url, body, params)`. */
+export function request(method, url, body, params) {
+  const req = buildRequest(method, url, body, params);
+  return new Response(host.send(req), req);
+}
+
+export function get(url, params) {
+  return request('GET', url, null, params);
+}
+export function head(url, params) {
+  return request('HEAD', url, null, params);
+}
+export function options(url, body, params) {
+  return request('OPTIONS', url, body, params);
+}
+export function post(url, body, params) {
+  return request('POST', url, body, params);
+}
+export function put(url, body, params) {
+  return request('PUT', url, body, params);
+}
+export function patch(url, body, params) {
+  return request('PATCH', url, body, params);
+}
+/** `http.del`, as k6 names DELETE. */
+export function del(url, body, params) {
+  return request('DELETE', url, body, params);
+}
+
+/** One entry of `http.batch`: a URL, `[method, url, body, params]` or `{method, url, body, params}`. */
+function batchEntry(entry) {
+  if (typeof entry === 'string') return buildRequest('GET', entry, null, {});
+  if (Array.isArray(entry)) return buildRequest(entry[0], entry[1], entry[2], entry[3]);
+  return buildRequest(entry.method || 'GET', entry.url, entry.body, entry.params);
+}
+
+/**
+ * Send requests in parallel. An array gives an array of responses; an
+ * object of named requests gives an object of responses under the same keys.
+ */
+export function batch(requests) {
+  const keys = Array.isArray(requests) ? null : Object.keys(requests);
+  const list = keys ? keys.map((k) => requests[k]) : requests;
+  const reqs = list.map(batchEntry);
+  const responses = host.batch(reqs).map((h, i) => new Response(h, reqs[i]));
+  if (!keys) return responses;
+  return Object.fromEntries(keys.map((k, i) => [k, responses[i]]));
+}
+
+export default { request, get, head, options, post, put, patch, del, batch, Response };

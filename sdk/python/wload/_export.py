@@ -1,0 +1,83 @@
+"""Turns a test module into the exports of the world `wload:test`.
+
+The build tool generates an app module that calls `make(test_module)`
+and names the result `WitWorld`, which componentize-py exports.
+"""
+
+import json
+import traceback
+from types import ModuleType
+from typing import Any, List, Optional
+
+from componentize_py_types import Err
+
+from . import _host
+from wit_world.imports import vu as _vu
+
+# Module attributes that are not entry points a scenario can `exec`.
+_RESERVED = {"default", "setup", "teardown", "options"}
+
+
+def _error_text(e: BaseException) -> str:
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def make(test: ModuleType) -> type:
+    if not callable(getattr(test, "default", None)):
+        raise TypeError(f"{test.__name__} has no function default(data): wload runs it once per iteration")
+    options = getattr(test, "options", None)
+    # Plain data: serialised once, at build time.
+    options_json = "" if options is None else json.dumps(options)
+    entry_points = ["default"] + [
+        name
+        for name, value in vars(test).items()
+        if callable(value)
+        and not name.startswith("_")
+        and name not in _RESERVED
+        and getattr(value, "__module__", None) == test.__name__
+        and not isinstance(value, type)
+    ]
+    state: dict[str, Any] = {}
+
+    def data() -> Any:
+        if "data" not in state:
+            text = _vu.setup_data()
+            state["data"] = None if text is None else json.loads(text)
+        return state["data"]
+
+    def run(fn, *args) -> Any:
+        try:
+            return fn(*args)
+        except Exception as e:  # the engine logs it; the VU goes on
+            raise Err(_error_text(e)) from None
+
+    class WitWorld:
+        def options(self) -> str:
+            return options_json
+
+        def setup(self) -> Optional[str]:
+            _host.mark_running()
+            fn = getattr(test, "setup", None)
+            if fn is None:
+                return None
+            result = run(fn)
+            return None if result is None else json.dumps(result)
+
+        def functions(self) -> List[str]:
+            return entry_points
+
+        def iteration(self, exec: str) -> None:
+            _host.mark_running()
+            if exec not in entry_points:
+                raise Err(f"this test has no function named {exec!r}")
+            run(getattr(test, exec), data())
+
+        def teardown(self) -> None:
+            _host.mark_running()
+            fn = getattr(test, "teardown", None)
+            if fn is not None:
+                run(fn, data())
+
+    return WitWorld

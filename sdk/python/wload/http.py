@@ -1,0 +1,158 @@
+"""HTTP through the engine's instrumented client.
+
+`http.get(url)` returns a `Response` whose status, headers, timings and body
+were read at once; the engine's buffer is released before the call returns.
+Network errors do not raise: `status` is 0 and `error` says why, as in k6.
+"""
+
+from dataclasses import dataclass, field
+import json as _json
+from typing import Any, Optional
+
+from . import _host
+from wit_world.imports import http as _wit
+
+_NS_PER_MS = 1e6
+
+
+@dataclass
+class Timings:
+    """Where the time went, in milliseconds."""
+
+    blocked: float
+    connecting: float
+    tls_handshaking: float
+    sending: float
+    waiting: float
+    receiving: float
+    duration: float
+
+
+@dataclass
+class Response:
+    status: int
+    url: str
+    headers: dict[str, str]
+    timings: Timings
+    error: Optional[str]
+    error_code: int
+    body_length: int
+    """Bytes received; known even when the body was discarded."""
+    content: Optional[bytes] = field(repr=False)
+    """The body, or None when it was discarded."""
+
+    @property
+    def text(self) -> str:
+        if self.content is None:
+            raise ValueError(f"the body of {self.url} was discarded (discard_body=True)")
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return _json.loads(self.text)
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 400
+
+
+def _timings(t: _wit.Timings) -> Timings:
+    return Timings(
+        blocked=t.blocked / _NS_PER_MS,
+        connecting=t.connecting / _NS_PER_MS,
+        tls_handshaking=t.tls_handshaking / _NS_PER_MS,
+        sending=t.sending / _NS_PER_MS,
+        waiting=t.waiting / _NS_PER_MS,
+        receiving=t.receiving / _NS_PER_MS,
+        duration=t.duration / _NS_PER_MS,
+    )
+
+
+def _read(handle: _wit.Response, req: _wit.Request) -> Response:
+    with handle:  # drops the handle, returning the engine's buffer
+        discard = req.body_mode == _wit.BodyMode.DISCARD
+        return Response(
+            status=handle.status(),
+            url=handle.url(),
+            headers=dict(handle.headers()),
+            timings=_timings(handle.timings()),
+            error=handle.error(),
+            error_code=handle.error_code(),
+            body_length=handle.body_len(),
+            content=None if discard else handle.body(),
+        )
+
+
+@dataclass
+class Request:
+    """A request to send later, e.g. in `batch`."""
+
+    method: str
+    url: str
+    data: Optional[bytes | str] = None
+    json: Any = None
+    headers: Optional[dict[str, str]] = None
+    tags: Optional[dict[str, str]] = None
+    name: Optional[str] = None
+    timeout: Optional[float] = None
+    """Seconds."""
+    discard_body: bool = False
+
+    def _wit(self) -> _wit.Request:
+        headers = _host.fields(self.headers)
+        body: Optional[bytes] = None
+        if self.json is not None:
+            body = _json.dumps(self.json).encode()
+            if not any(k.lower() == "content-type" for k, _ in headers):
+                headers.append(("content-type", "application/json"))
+        elif isinstance(self.data, str):
+            body = self.data.encode()
+        elif self.data is not None:
+            body = bytes(self.data)
+        return _wit.Request(
+            method=self.method.upper(),
+            url=self.url,
+            headers=headers,
+            body=body,
+            tags=_host.fields(self.tags),
+            name=self.name,
+            timeout=None if self.timeout is None else int(self.timeout * 1e9),
+            body_mode=_wit.BodyMode.DISCARD if self.discard_body else _wit.BodyMode.KEEP,
+        )
+
+
+def request(method: str, url: str, **kwargs: Any) -> Response:
+    """Send one request. Keyword arguments are those of `Request`."""
+    _host.guard("an HTTP request")
+    req = Request(method, url, **kwargs)._wit()
+    return _read(_wit.send(req), req)
+
+
+def get(url: str, **kwargs: Any) -> Response:
+    return request("GET", url, **kwargs)
+
+
+def post(url: str, **kwargs: Any) -> Response:
+    return request("POST", url, **kwargs)
+
+
+def put(url: str, **kwargs: Any) -> Response:
+    return request("PUT", url, **kwargs)
+
+
+def patch(url: str, **kwargs: Any) -> Response:
+    return request("PATCH", url, **kwargs)
+
+
+def delete(url: str, **kwargs: Any) -> Response:
+    return request("DELETE", url, **kwargs)
+
+
+def head(url: str, **kwargs: Any) -> Response:
+    return request("HEAD", url, **kwargs)
+
+
+def batch(requests: list[Request]) -> list[Response]:
+    """Send `requests` in parallel; responses come back in the same order."""
+    _host.guard("an HTTP request")
+    reqs = [r._wit() for r in requests]
+    return [_read(h, r) for h, r in zip(_wit.batch(reqs), reqs)]

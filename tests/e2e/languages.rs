@@ -1,0 +1,292 @@
+//! Tests written in other languages: each SDK's examples are built from
+//! source (toolchains installed from npm and PyPI into `target/lang/`, once
+//! per test process), run with the real binary against the loopback target
+//! server, and must count exactly what the Rust examples count.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::support::*;
+
+fn lang_dir() -> PathBuf {
+    let dir = repo_root().join("target").join("lang");
+    std::fs::create_dir_all(&dir).expect("create target/lang");
+    dir
+}
+
+/// Run `cmd` to completion; panic with its output when it fails.
+fn must(mut cmd: Command, what: &str) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e} (is it installed?)"));
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Copy an SDK (without `node_modules`) into `target/lang/<name>` and run
+/// `npm ci` there against its committed lock file; skipped when the same
+/// lock was already installed.
+fn npm_sdk(sdk: &str) -> PathBuf {
+    let src = repo_root().join("sdk").join(sdk);
+    let dst = lang_dir().join(format!("{sdk}-sdk"));
+    let lock = std::fs::read(src.join("package-lock.json")).expect("committed package-lock.json");
+    let installed = std::fs::read(dst.join("node_modules/.wload-lock")).ok();
+    copy_tree(&src, &dst);
+    if installed.as_deref() != Some(lock.as_slice()) {
+        let mut npm = Command::new("npm");
+        npm.args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dst);
+        must(npm, &format!("npm ci in {}", dst.display()));
+        std::fs::write(dst.join("node_modules/.wload-lock"), &lock).expect("mark install");
+    }
+    dst
+}
+
+/// Copy files and folders (following symlinks), skipping `node_modules`.
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).expect("create copy");
+    for entry in std::fs::read_dir(src).expect("read sdk") {
+        let entry = entry.expect("dir entry");
+        let name = entry.file_name();
+        if name == "node_modules" || name == "__pycache__" {
+            continue;
+        }
+        let from = entry.path();
+        let to = dst.join(&name);
+        if std::fs::metadata(&from).expect("stat").is_dir() {
+            copy_tree(&from, &to);
+        } else {
+            std::fs::copy(&from, &to).expect("copy sdk file");
+        }
+    }
+}
+
+struct Built {
+    hello: PathBuf,
+    browse: PathBuf,
+}
+
+/// The JS SDK, installed once per test process.
+fn npm_sdk_once() -> &'static Path {
+    static SDK: OnceLock<PathBuf> = OnceLock::new();
+    SDK.get_or_init(|| npm_sdk("js"))
+}
+
+fn javascript() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let sdk = npm_sdk_once();
+        let build = |example: &str| {
+            let out = lang_dir().join(format!("js-{example}.wasm"));
+            let mut node = Command::new("node");
+            node.arg(sdk.join("bin/wload-js.mjs"))
+                .arg("build")
+                .arg(repo_root().join(format!("examples/js/{example}/script.js")))
+                .arg("-o")
+                .arg(&out);
+            must(node, &format!("wload-js build examples/js/{example}"));
+            out
+        };
+        Built {
+            hello: build("hello"),
+            browse: build("browse"),
+        }
+    })
+}
+
+fn assemblyscript() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let sdk = npm_sdk("assemblyscript");
+        let build = |example: &str| {
+            let out = lang_dir().join(format!("as-{example}.wasm"));
+            let mut node = Command::new("node");
+            node.arg(sdk.join("bin/wload-as.mjs"))
+                .arg("build")
+                .arg(repo_root().join(format!(
+                    "examples/assemblyscript/{example}/assembly/index.ts"
+                )))
+                .arg("-o")
+                .arg(&out);
+            must(
+                node,
+                &format!("wload-as build examples/assemblyscript/{example}"),
+            );
+            out
+        };
+        Built {
+            hello: build("hello"),
+            browse: build("browse"),
+        }
+    })
+}
+
+fn python() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let venv = lang_dir().join("py-venv");
+        let py = venv.join("bin/python");
+        if !py.exists() {
+            let mut mk = Command::new("python3");
+            mk.args(["-m", "venv"]).arg(&venv);
+            must(mk, "python3 -m venv");
+        }
+        let mut pip = Command::new(&py);
+        pip.args(["-m", "pip", "install", "--quiet", "componentize-py==0.25.1"]);
+        must(pip, "pip install componentize-py==0.25.1");
+        let build = |example: &str| {
+            let out = lang_dir().join(format!("py-{example}.wasm"));
+            let mut cmd = Command::new(&py);
+            cmd.arg(repo_root().join("sdk/python/wload_build.py"))
+                .arg("build")
+                .arg(repo_root().join(format!("examples/python/{example}/{example}.py")))
+                .arg("-o")
+                .arg(&out);
+            must(cmd, &format!("wload-py build examples/python/{example}"));
+            out
+        };
+        Built {
+            hello: build("hello"),
+            browse: build("browse"),
+        }
+    })
+}
+
+const LIMIT: Duration = Duration::from_secs(180);
+
+/// Run `test` and the Rust example `rust` with the same arguments, each
+/// against its own server; both must exit 0.
+fn side_by_side(name: &str, test: &Path, rust: &str, args: &str) -> [(u64, Finished); 2] {
+    let mut runs = Vec::new();
+    for (label, path) in [
+        (name.to_owned(), test.to_owned()),
+        (format!("{name}_rust"), guest(rust)),
+    ] {
+        let server = server();
+        let run = run_file(&label, &path, &server.base_url(), args, LIMIT);
+        assert_eq!(run.code(), Some(0), "{label}: stderr: {}", run.stderr());
+        runs.push((server.stats.requests(), run));
+    }
+    let second = runs.pop().expect("two runs");
+    let first = runs.pop().expect("two runs");
+    [first, second]
+}
+
+fn hello_counts_like_rust(lang: &str, test: &Path) {
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(
+        &format!("{lang}_hello"),
+        test,
+        "hello",
+        "--vus 4 --iterations 400",
+    );
+    assert_eq!(reqs, 400, "{lang} hello: requests at the server");
+    assert_eq!(reqs, rust_reqs);
+    for (metric, field) in [
+        ("http_reqs", "count"),
+        ("iterations", "count"),
+        ("body_bytes", "count"),
+    ] {
+        assert_eq!(
+            run.metric(metric, field),
+            rust.metric(metric, field),
+            "{lang}: {metric}.{field}"
+        );
+    }
+    assert_eq!(run.check("status is 200"), (400, 0));
+    assert_eq!(run.check("status is 200"), rust.check("status is 200"));
+}
+
+fn browse_counts_like_rust(lang: &str, test: &Path) {
+    // 12 iterations over 4 VUs, one second of sleep each: about 3 s.
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(
+        &format!("{lang}_browse"),
+        test,
+        "browse",
+        "--vus 4 --iterations 12",
+    );
+    // home, item page, two assets, echo.
+    assert_eq!(reqs, 12 * 5, "{lang} browse: requests at the server");
+    assert_eq!(reqs, rust_reqs);
+    assert_eq!(
+        run.metric("http_reqs", "count"),
+        rust.metric("http_reqs", "count")
+    );
+    assert_eq!(
+        run.metric("iterations", "count"),
+        12.0,
+        "{lang}: iterations"
+    );
+    // The custom time trend got real samples (a trend exports no count).
+    assert!(run.metric("page_time", "min") > 0.0, "{lang}: page_time");
+    for check in [
+        "home is 200",
+        "item page has 1024 bytes",
+        "assets arrive in order",
+        "echo returns the item",
+    ] {
+        assert_eq!(run.check(check), (12, 0), "{lang}: check {check:?}");
+        assert_eq!(
+            run.check(check),
+            rust.check(check),
+            "{lang}: check {check:?}"
+        );
+    }
+}
+
+#[test]
+fn javascript_examples_count_like_rust() {
+    let built = javascript();
+    hello_counts_like_rust("js", &built.hello);
+    browse_counts_like_rust("js", &built.browse);
+}
+
+/// k6 scripts often read `__ENV` at the top level; in wload that code runs
+/// at build time, so the build must fail and say what to do.
+#[test]
+fn javascript_top_level_host_calls_fail_the_build_with_advice() {
+    let sdk = npm_sdk_once();
+    let dir = scratch("js_top_level");
+    let script = dir.join("script.js");
+    std::fs::write(
+        &script,
+        "import http from 'k6/http';\n\
+         const BASE = __ENV.BASE_URL || 'http://127.0.0.1:8080';\n\
+         export default function () { http.get(BASE); }\n",
+    )
+    .expect("write script");
+    let out = Command::new("node")
+        .arg(sdk.join("bin/wload-js.mjs"))
+        .arg("build")
+        .arg(&script)
+        .arg("-o")
+        .arg(dir.join("test.wasm"))
+        .output()
+        .expect("run node");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the build succeeded: {stderr}");
+    assert!(
+        stderr.contains("__ENV.BASE_URL cannot be used at the top level")
+            && stderr.contains("move it into the default function"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn python_examples_count_like_rust() {
+    let built = python();
+    hello_counts_like_rust("python", &built.hello);
+    browse_counts_like_rust("python", &built.browse);
+}
+
+#[test]
+fn assemblyscript_examples_count_like_rust() {
+    let built = assemblyscript();
+    hello_counts_like_rust("assemblyscript", &built.hello);
+    browse_counts_like_rust("assemblyscript", &built.browse);
+}
