@@ -128,11 +128,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
 
     let registry = Arc::new(Registry::new());
     let recorder = Arc::new(Recorder::new(registry));
-    let client = Arc::new(Client::new(opts.http.clone(), BodyPool::new(1024))?);
-    let make_shared = |run_tags: TagSet| {
+    let make_shared = |run_tags: TagSet, client: Arc<Client>| {
         Arc::new(RunShared {
             recorder: recorder.clone(),
-            client: client.clone(),
+            client,
             env: opts.env.clone(),
             setup_data: OnceLock::new(),
             run_tags,
@@ -144,7 +143,16 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let setup_scenario = VuScenario::new("setup", HashMap::new(), [], &TagSet::empty());
     let mut store = host::new_store(
         &probe.engine,
-        VuState::new(make_shared(TagSet::empty()), &probe, 0, setup_scenario),
+        VuState::new(
+            // options() runs before the options are known: default client.
+            make_shared(
+                TagSet::empty(),
+                Arc::new(Client::new(ClientConfig::default(), BodyPool::new(1))?),
+            ),
+            &probe,
+            0,
+            setup_scenario,
+        ),
     );
     let test = pre
         .instantiate_async(&mut store)
@@ -208,10 +216,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .into());
     }
 
-    // The run's tags, now known, go on every sample from here on.
-    let shared = make_shared(TagSet::new(
-        options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-    ));
+    // The run's tags and client settings, now known, apply from here on.
+    let mut http = opts.http.clone();
+    options.http.apply(&mut http);
+    let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
+    let shared = make_shared(
+        TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        client,
+    );
     store.data_mut().shared = shared.clone();
     let seg = opts.segment;
     let max_vus: u32 = options

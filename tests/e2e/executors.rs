@@ -194,9 +194,13 @@ fn a_k6_options_object_runs_unchanged() {
     let (server, run) = with_config("k6_options", "hello", options, "");
     assert!(server.stats.requests() >= 60, "{}", server.stats.requests());
     let stderr = run.stderr();
-    assert!(
-        stderr.contains("option \"discardResponseBodies\" is not supported"),
-        "{stderr}"
+    assert!(!stderr.contains("discardResponseBodies"), "{stderr}");
+    // discardResponseBodies is taken (the http tests check what it does:
+    // their --discard-response-bodies travels as this same key); bodies
+    // are still counted.
+    assert_eq!(
+        run.metric("body_bytes", "count"),
+        5.0 * run.metric("http_reqs", "count")
     );
     assert!(
         stderr.contains("option \"thresholds\" is not supported"),

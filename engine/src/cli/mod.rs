@@ -135,6 +135,7 @@ struct LoadArgs {
 #[derive(Debug, Args)]
 struct HttpArgs {
     /// Accept any TLS certificate (self-signed, expired, other host).
+    /// [k6: insecureSkipTLSVerify]
     #[arg(long)]
     insecure_skip_tls_verify: bool,
     /// Also trust the CA certificates in this PEM file (repeatable).
@@ -152,27 +153,36 @@ struct HttpArgs {
     /// Speak HTTP/2 to http:// targets without asking (h2c prior knowledge).
     #[arg(long)]
     h2c: bool,
-    /// Open a new connection for every request.
+    /// Open a new connection for every request. [k6: noConnectionReuse]
     #[arg(long)]
     no_connection_reuse: bool,
     /// Close a VU's connections at the end of each iteration.
+    /// [k6: noVUConnectionReuse]
     #[arg(long)]
     no_vu_connection_reuse: bool,
     /// How long DNS answers are reused (0: resolve every new connection).
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     dns_ttl: Duration,
-    /// Requests of one http batch in flight at once, per VU.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
-    batch: u32,
-    /// Requests of one http batch in flight to one host, per VU.
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..))]
-    batch_per_host: u32,
-    /// Redirects followed when a request sets no limit (0: none).
-    #[arg(long, default_value_t = 10)]
-    max_redirects: u32,
+    /// Requests of one http batch in flight at once, per VU (default 20).
+    /// [k6: batch]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: Option<u32>,
+    /// Requests of one http batch in flight to one host, per VU (default
+    /// 6). [k6: batchPerHost]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_per_host: Option<u32>,
+    /// Redirects followed when a request sets no limit (default 10; 0:
+    /// none). [k6: maxRedirects]
+    #[arg(long)]
+    max_redirects: Option<u32>,
     /// Read and count response bodies but keep none, unless a request asks.
+    /// [k6: discardResponseBodies]
     #[arg(long)]
     discard_response_bodies: bool,
+    /// The User-Agent header of requests that set none (default
+    /// wload/VERSION). [k6: userAgent]
+    #[arg(long)]
+    user_agent: Option<String>,
     /// Statuses that are not failures in http_req_failed, e.g. 200-299,404.
     #[arg(long, default_value = "200-399", value_parser = parse_statuses)]
     expected_statuses: StatusRanges,
@@ -201,14 +211,13 @@ fn parse_statuses(s: &str) -> Result<StatusRanges, String> {
 }
 
 impl HttpArgs {
+    /// The client settings k6's options object has no key for; the rest
+    /// travel as options (see [`HttpArgs::k6_options`]).
     fn config(&self, timeout: Duration) -> ClientConfig {
         ClientConfig {
             timeout,
-            batch: self.batch as usize,
-            batch_per_host: self.batch_per_host as usize,
-            max_redirects: self.max_redirects,
             tls: TlsOptions {
-                insecure_skip_verify: self.insecure_skip_tls_verify,
+                insecure_skip_verify: false,
                 ca_files: self.tls_ca.clone(),
                 client_cert: self
                     .tls_client_cert
@@ -218,11 +227,38 @@ impl HttpArgs {
             http2: !self.no_http2,
             h2c: self.h2c,
             dns_ttl: self.dns_ttl,
-            no_connection_reuse: self.no_connection_reuse,
-            no_vu_connection_reuse: self.no_vu_connection_reuse,
-            discard_bodies: self.discard_response_bodies,
             expected_statuses: self.expected_statuses.0.clone(),
             ..ClientConfig::default()
+        }
+    }
+
+    /// The flags that are k6 options, as options-object keys, so that
+    /// they take the precedence of flags over the same keys in a config
+    /// file or the test's options().
+    fn k6_options(&self, m: &mut Map<String, Value>) {
+        let flags = [
+            ("insecureSkipTLSVerify", self.insecure_skip_tls_verify),
+            ("noConnectionReuse", self.no_connection_reuse),
+            ("noVUConnectionReuse", self.no_vu_connection_reuse),
+            ("discardResponseBodies", self.discard_response_bodies),
+        ];
+        for (key, set) in flags {
+            if set {
+                m.insert(key.into(), json!(true));
+            }
+        }
+        let numbers = [
+            ("batch", self.batch),
+            ("batchPerHost", self.batch_per_host),
+            ("maxRedirects", self.max_redirects),
+        ];
+        for (key, value) in numbers {
+            if let Some(v) = value {
+                m.insert(key.into(), json!(v));
+            }
+        }
+        if let Some(ua) = &self.user_agent {
+            m.insert("userAgent".into(), json!(ua));
         }
     }
 }
@@ -290,6 +326,7 @@ impl LoadArgs {
                 .collect();
             m.insert("tags".into(), Value::Object(tags));
         }
+        self.http.k6_options(&mut m);
         m
     }
 

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::executor::fields::duration_value;
 use crate::executor::{ScenarioConfig, parse_duration};
+use crate::http::ClientConfig;
 
 /// The shortcut options that describe a default scenario.
 const SHORTCUTS: [&str; 4] = ["vus", "duration", "iterations", "stages"];
@@ -24,10 +25,99 @@ const SHORTCUTS: [&str; 4] = ["vus", "duration", "iterations", "stages"];
 /// k6's default setup and teardown timeouts.
 const DEFAULT_SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// k6's HTTP options, where given (`None`: the client's default).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpOptions {
+    pub discard_response_bodies: Option<bool>,
+    pub insecure_skip_tls_verify: Option<bool>,
+    pub no_connection_reuse: Option<bool>,
+    pub no_vu_connection_reuse: Option<bool>,
+    pub batch: Option<u32>,
+    pub batch_per_host: Option<u32>,
+    pub max_redirects: Option<u32>,
+    pub user_agent: Option<String>,
+}
+
+impl HttpOptions {
+    fn parse(options: &Map<String, Value>, errors: &mut Vec<String>) -> HttpOptions {
+        let flag = |key: &str, errors: &mut Vec<String>| {
+            options.get(key).and_then(|v| match v.as_bool() {
+                Some(b) => Some(b),
+                None => {
+                    errors.push(format!("{key}: must be true or false, not {v}"));
+                    None
+                }
+            })
+        };
+        let count = |key: &str, min: u64, errors: &mut Vec<String>| {
+            options.get(key).and_then(|v| {
+                match v
+                    .as_u64()
+                    .filter(|n| *n >= min)
+                    .and_then(|n| u32::try_from(n).ok())
+                {
+                    Some(n) => Some(n),
+                    None => {
+                        errors.push(format!(
+                            "{key}: must be a whole number of at least {min}, not {v}"
+                        ));
+                        None
+                    }
+                }
+            })
+        };
+        HttpOptions {
+            discard_response_bodies: flag("discardResponseBodies", errors),
+            insecure_skip_tls_verify: flag("insecureSkipTLSVerify", errors),
+            no_connection_reuse: flag("noConnectionReuse", errors),
+            no_vu_connection_reuse: flag("noVUConnectionReuse", errors),
+            batch: count("batch", 1, errors),
+            batch_per_host: count("batchPerHost", 1, errors),
+            max_redirects: count("maxRedirects", 0, errors),
+            user_agent: options.get("userAgent").and_then(|v| match v.as_str() {
+                Some(s) => Some(s.to_owned()),
+                None => {
+                    errors.push(format!("userAgent: must be a string, not {v}"));
+                    None
+                }
+            }),
+        }
+    }
+
+    /// Apply the given options over `config`.
+    pub fn apply(&self, config: &mut ClientConfig) {
+        if let Some(v) = self.discard_response_bodies {
+            config.discard_bodies = v;
+        }
+        if let Some(v) = self.insecure_skip_tls_verify {
+            config.tls.insecure_skip_verify = v;
+        }
+        if let Some(v) = self.no_connection_reuse {
+            config.no_connection_reuse = v;
+        }
+        if let Some(v) = self.no_vu_connection_reuse {
+            config.no_vu_connection_reuse = v;
+        }
+        if let Some(v) = self.batch {
+            config.batch = v as usize;
+        }
+        if let Some(v) = self.batch_per_host {
+            config.batch_per_host = v as usize;
+        }
+        if let Some(v) = self.max_redirects {
+            config.max_redirects = v;
+        }
+        if let Some(v) = &self.user_agent {
+            config.user_agent = v.clone();
+        }
+    }
+}
+
 /// Resolved options of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     pub scenarios: Vec<ScenarioConfig>,
+    pub http: HttpOptions,
     pub setup_timeout: Duration,
     pub teardown_timeout: Duration,
     /// Tags on every sample (`tags`, `--tag`).
@@ -204,7 +294,8 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         Some(other) => errors.push(format!("tags: must be an object of strings, not {other}")),
     }
 
-    const KNOWN: [&str; 8] = [
+    let http = HttpOptions::parse(options, &mut errors);
+    const KNOWN: [&str; 16] = [
         "scenarios",
         "vus",
         "duration",
@@ -213,6 +304,14 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         "setupTimeout",
         "teardownTimeout",
         "tags",
+        "discardResponseBodies",
+        "insecureSkipTLSVerify",
+        "noConnectionReuse",
+        "noVUConnectionReuse",
+        "batch",
+        "batchPerHost",
+        "maxRedirects",
+        "userAgent",
     ];
     for key in options.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
         unsupported.push(key.clone());
@@ -221,6 +320,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
     if errors.is_empty() {
         Ok(Options {
             scenarios,
+            http,
             setup_timeout,
             teardown_timeout,
             tags,
