@@ -381,3 +381,84 @@ fn socket_linger_zero(s: &TcpStream) -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// A server that asks for a client certificate signed by its own CA.
+/// Returns the server, its certificate (to trust) and the client's
+/// certificate and key files.
+fn mtls_server(name: &str) -> (TargetServer, PathBuf, PathBuf, PathBuf) {
+    let dir = scratch(&format!("{name}_pki"));
+    // The CA that signs client certificates.
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    // The client's certificate.
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let client_cert = rcgen::CertificateParams::new(vec!["wload-client".to_owned()])
+        .unwrap()
+        .signed_by(&client_key, &ca)
+        .unwrap();
+    let (cert_pem, key_pem) = (dir.join("client.pem"), dir.join("client.key"));
+    std::fs::write(&cert_pem, client_cert.pem()).unwrap();
+    std::fs::write(&key_pem, client_key.serialize_pem()).unwrap();
+    // The server's own certificate, self-signed for localhost.
+    let server = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let server_pem = dir.join("server.pem");
+    std::fs::write(&server_pem, server.cert.pem()).unwrap();
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(server.signing_key.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(vec![server.cert.der().clone()], key)
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let opts = ServeOptions {
+        tls: Some(Arc::new(config)),
+        h2c: false,
+    };
+    let server = runtime()
+        .block_on(TargetServer::start_with(([127, 0, 0, 1], 0).into(), opts))
+        .unwrap();
+    (server, server_pem, cert_pem, key_pem)
+}
+
+#[test]
+fn client_certificates_open_mutual_tls() {
+    let (server, trust, cert, key) = mtls_server("mtls");
+    let base = format!("https://localhost:{}", server.addr.port());
+    let run = features(
+        "mtls_ok",
+        &base,
+        &format!(
+            "--iterations 3 -e MODE=proto -e EXPECT_PROTO=HTTP/1.1 -e EXPECT_TLS=tls1.3 --tls-ca {} --tls-client-cert {} --tls-client-key {}",
+            trust.display(),
+            cert.display(),
+            key.display()
+        ),
+    );
+    all_pass(&run);
+    assert_eq!(server.stats.requests(), 3);
+    // Without the certificate the server refuses every handshake: the
+    // requests fail, are counted, and the run goes on.
+    let run = run_test(
+        "mtls_refused",
+        "http_features",
+        &base,
+        &format!("--iterations 3 -e MODE=proto --tls-ca {}", trust.display()),
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    assert_eq!(run.metric("http_req_failed", "passes"), 3.0);
+    assert_eq!(server.stats.requests(), 3);
+}
