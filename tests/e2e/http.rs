@@ -34,14 +34,18 @@ fn tls_server(name: &str, alpn: &[&[u8]]) -> (TargetServer, PathBuf) {
     .with_single_cert(vec![certified.cert.der().clone()], key)
     .unwrap();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    (serve_tls(config), pem)
+}
+
+/// The target server on a free loopback port, speaking TLS with `config`.
+fn serve_tls(config: rustls::ServerConfig) -> TargetServer {
     let opts = ServeOptions {
         tls: Some(Arc::new(config)),
         h2c: false,
     };
-    let server = runtime()
+    runtime()
         .block_on(TargetServer::start_with(([127, 0, 0, 1], 0).into(), opts))
-        .unwrap();
-    (server, pem)
+        .unwrap()
 }
 
 fn features(name: &str, base: &str, args: &str) -> Finished {
@@ -423,14 +427,7 @@ fn mtls_server(name: &str) -> (TargetServer, PathBuf, PathBuf, PathBuf) {
         .with_single_cert(vec![server.cert.der().clone()], key)
         .unwrap();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let opts = ServeOptions {
-        tls: Some(Arc::new(config)),
-        h2c: false,
-    };
-    let server = runtime()
-        .block_on(TargetServer::start_with(([127, 0, 0, 1], 0).into(), opts))
-        .unwrap();
-    (server, server_pem, cert_pem, key_pem)
+    (serve_tls(config), server_pem, cert_pem, key_pem)
 }
 
 #[test]

@@ -25,7 +25,7 @@ impl ConstantVus {
     }
 
     pub fn initial_vus(&self, seg: &Segment) -> u32 {
-        seg.scale(u64::from(self.vus)) as u32
+        seg.scale_vus(self.vus)
     }
 
     pub fn max_vus(&self, seg: &Segment) -> u32 {

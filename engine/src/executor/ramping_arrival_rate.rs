@@ -69,11 +69,11 @@ impl RampingArrivalRate {
     }
 
     pub fn initial_vus(&self, seg: &Segment) -> u32 {
-        seg.scale(u64::from(self.pre_allocated_vus)) as u32
+        seg.scale_vus(self.pre_allocated_vus)
     }
 
     pub fn max_vus(&self, seg: &Segment) -> u32 {
-        seg.scale(u64::from(self.max_vus)) as u32
+        seg.scale_vus(self.max_vus)
     }
 
     pub fn max_duration(&self) -> Duration {

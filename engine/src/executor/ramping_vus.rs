@@ -77,7 +77,7 @@ impl RampingVus {
     }
 
     pub fn initial_vus(&self, seg: &Segment) -> u32 {
-        seg.scale(u64::from(self.peak())) as u32
+        seg.scale_vus(self.peak())
     }
 
     pub fn max_vus(&self, seg: &Segment) -> u32 {
@@ -107,8 +107,7 @@ impl RampingVus {
         let total = self.max_duration();
         let timer = sc.schedule_stop(total);
         let seg = sc.segment;
-        let (target_tx, target_rx) =
-            watch::channel(seg.scale(u64::from(self.planned(Duration::ZERO))) as u32);
+        let (target_tx, target_rx) = watch::channel(seg.scale_vus(self.planned(Duration::ZERO)));
         let sc = Arc::new(sc);
         let mut tasks = tokio::task::JoinSet::new();
         for (index, vu) in vus.into_iter().enumerate() {
@@ -126,7 +125,7 @@ impl RampingVus {
             loop {
                 let t = started.elapsed();
                 target_tx.send_if_modified(|v| {
-                    let want = seg.scale(u64::from(plan.planned(t))) as u32;
+                    let want = seg.scale_vus(plan.planned(t));
                     std::mem::replace(v, want) != want
                 });
                 if t >= total {

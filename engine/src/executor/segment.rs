@@ -67,6 +67,12 @@ impl Segment {
         self.to.floor_times(n) - self.from.floor_times(n)
     }
 
+    /// This segment's share of a VU count.
+    pub fn scale_vus(&self, vus: u32) -> u32 {
+        // The share of a u32 fits a u32.
+        self.scale(u64::from(vus)) as u32
+    }
+
     /// Whether iteration `i` (0-based) of a global sequence is ours.
     pub fn owns(&self, i: u64) -> bool {
         self.scale(i + 1) > self.scale(i)

@@ -42,7 +42,7 @@ impl SharedIterations {
     }
 
     pub fn initial_vus(&self, seg: &Segment) -> u32 {
-        seg.scale(u64::from(self.vus)) as u32
+        seg.scale_vus(self.vus)
     }
 
     pub fn max_vus(&self, seg: &Segment) -> u32 {
