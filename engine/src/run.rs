@@ -21,6 +21,7 @@ use crate::executor::{
 };
 use crate::host::{self, RunShared, VuScenario, VuState};
 use crate::http::{BodyPool, Client, ClientConfig};
+use crate::metrics::threshold::{self, Threshold};
 use crate::metrics::{Builtin, Recorder, Registry, TagSet};
 use crate::output::{Report, format, progress};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
@@ -33,6 +34,8 @@ pub mod exit {
     pub const ABORTED: u8 = 105;
     /// The options are invalid (k6: invalid config).
     pub const INVALID_CONFIG: u8 = 104;
+    /// A threshold failed (k6: thresholds have failed).
+    pub const THRESHOLDS_FAILED: u8 = 99;
 }
 
 /// An error that ends the run with a specific exit code.
@@ -183,6 +186,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             message,
         })
     })?;
+    let problems = threshold::check_known(&options.thresholds, recorder.registry());
+    if !problems.is_empty() {
+        return Err(ExitError {
+            code: exit::INVALID_CONFIG,
+            message: format!("invalid options: {}", problems.join("; ")),
+        }
+        .into());
+    }
     for key in &options.unsupported {
         eprintln!(
             "WARN option {key:?} is not supported by this version of wload and has no effect"
@@ -321,6 +332,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         opts.quiet,
     ));
     let started = Instant::now();
+    let abort_task = options.thresholds.iter().any(|t| t.abort_on_fail).then(|| {
+        tokio::spawn(watch_thresholds(
+            options.thresholds.clone(),
+            recorder.clone(),
+            ctl.clone(),
+            started,
+        ))
+    });
     let mut scenarios = tokio::task::JoinSet::new();
     for (config, factory, vus) in prepared {
         let scenario = Scenario {
@@ -335,8 +354,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     executor::join_all(&mut scenarios, &ctl).await;
     let elapsed = started.elapsed();
     progress_task.abort();
-    if let Some(t) = trace_task {
-        t.abort();
+    for task in [trace_task, abort_task].into_iter().flatten() {
+        task.abort();
     }
     progress::finish(opts.quiet);
 
@@ -365,12 +384,19 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         exit_code = exit::ABORTED;
     }
 
+    let snapshot = recorder.snapshot();
+    let thresholds =
+        threshold::evaluate_all(&options.thresholds, &snapshot, recorder.registry(), elapsed);
+    if thresholds.iter().any(|o| !o.verdict.ok) && exit_code == 0 {
+        exit_code = exit::THRESHOLDS_FAILED;
+    }
     let report = Report {
-        snapshot: recorder.snapshot(),
+        snapshot,
         metrics: recorder.registry().all(),
         elapsed,
         failures: ctl.failures.summary(),
         interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
+        thresholds,
     };
     Ok(RunOutcome {
         report,
@@ -384,6 +410,42 @@ fn describe(outcome: Outcome) -> String {
         Outcome::Failed(m) => m,
         Outcome::Interrupted => "interrupted".to_owned(),
         Outcome::Completed => "completed".to_owned(),
+    }
+}
+
+/// Thresholds with `abortOnFail`: evaluated every second once their
+/// `delayAbortEval` has passed; the first that fails stops the run.
+async fn watch_thresholds(
+    thresholds: Vec<Threshold>,
+    recorder: Arc<Recorder>,
+    ctl: Arc<RunControl>,
+    started: Instant,
+) {
+    let watched: Vec<Threshold> = thresholds.into_iter().filter(|t| t.abort_on_fail).collect();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let elapsed = started.elapsed();
+        let due: Vec<Threshold> = watched
+            .iter()
+            .filter(|t| elapsed >= t.delay_abort_eval)
+            .cloned()
+            .collect();
+        if due.is_empty() {
+            continue;
+        }
+        let snapshot = recorder.snapshot();
+        let crossed = threshold::evaluate_all(&due, &snapshot, recorder.registry(), elapsed)
+            .into_iter()
+            .find(|o| !o.verdict.ok && o.verdict.observed.is_some());
+        if let Some(o) = crossed {
+            eprintln!(
+                "\nthreshold {} '{}' crossed with abortOnFail: stopping the run",
+                o.threshold.key, o.threshold.source
+            );
+            ctl.stop_now();
+            return;
+        }
     }
 }
 

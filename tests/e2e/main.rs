@@ -4,6 +4,7 @@
 //! tests can read what it saw).
 
 mod support;
+mod thresholds;
 
 mod errors;
 mod executors;

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::executor::fields::duration_value;
 use crate::executor::{ScenarioConfig, parse_duration};
 use crate::http::ClientConfig;
+use crate::metrics::threshold::{self, Threshold};
 
 /// The shortcut options that describe a default scenario.
 const SHORTCUTS: [&str; 4] = ["vus", "duration", "iterations", "stages"];
@@ -118,6 +119,7 @@ impl HttpOptions {
 pub struct Options {
     pub scenarios: Vec<ScenarioConfig>,
     pub http: HttpOptions,
+    pub thresholds: Vec<Threshold>,
     pub setup_timeout: Duration,
     pub teardown_timeout: Duration,
     /// Tags on every sample (`tags`, `--tag`).
@@ -295,7 +297,12 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
     }
 
     let http = HttpOptions::parse(options, &mut errors);
-    const KNOWN: [&str; 16] = [
+    let thresholds = options
+        .get("thresholds")
+        .map(|t| threshold::parse_all(t, &mut errors))
+        .unwrap_or_default();
+    const KNOWN: [&str; 17] = [
+        "thresholds",
         "scenarios",
         "vus",
         "duration",
@@ -321,6 +328,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         Ok(Options {
             scenarios,
             http,
+            thresholds,
             setup_timeout,
             teardown_timeout,
             tags,
@@ -491,10 +499,7 @@ mod tests {
             json!({"duration": "1s", "thresholds": {}, "noCookiesReset": true}),
         ))
         .unwrap();
-        assert_eq!(
-            o.unsupported,
-            vec!["noCookiesReset".to_owned(), "thresholds".to_owned()]
-        );
+        assert_eq!(o.unsupported, vec!["noCookiesReset".to_owned()]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod registry;
 mod shard;
 mod sink;
 mod tags;
+pub mod threshold;
 
 pub use registry::{Builtin, MetricDef, MetricId, MetricKind, Registry, ValueKind};
 pub use shard::{Recorder, Snapshot};

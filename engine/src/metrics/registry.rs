@@ -223,6 +223,11 @@ impl Registry {
         inner.defs.get(id as usize).cloned()
     }
 
+    pub fn id_of(&self, name: &str) -> Option<MetricId> {
+        let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        inner.by_name.get(name).copied()
+    }
+
     pub fn kind(&self, id: MetricId) -> Option<MetricKind> {
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
         inner.defs.get(id as usize).map(|d| d.kind)

@@ -61,6 +61,17 @@ pub fn to_json(report: &Report) -> Value {
         };
         metrics.insert(def.name.clone(), value);
     }
+    // Thresholds go under their metric: `"thresholds": {"p(95)<200":
+    // {"ok": true}}`; sub-metric thresholds under `name{tag:value}`.
+    for o in &report.thresholds {
+        let entry = metrics
+            .entry(o.threshold.key.clone())
+            .or_insert_with(|| json!({}));
+        if let Some(obj) = entry.as_object_mut() {
+            let th = obj.entry("thresholds").or_insert_with(|| json!({}));
+            th[o.threshold.source.as_str()] = json!({ "ok": o.verdict.ok });
+        }
+    }
 
     json!({
         "root_group": {

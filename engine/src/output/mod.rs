@@ -9,6 +9,7 @@ pub mod summary;
 
 use std::time::Duration;
 
+use crate::metrics::threshold;
 use crate::metrics::{Builtin, MetricDef, Sink, Snapshot};
 
 /// Everything the outputs need about a finished run.
@@ -21,6 +22,8 @@ pub struct Report {
     pub failures: (Vec<(String, u64)>, u64),
     /// Iterations stopped by the end of the run.
     pub interrupted: u64,
+    /// Thresholds and their verdicts, in the order given.
+    pub thresholds: Vec<threshold::Outcome>,
 }
 
 /// One check's totals.

@@ -6,7 +6,8 @@ use std::fmt::Write;
 
 use super::format::{bytes, millis, number};
 use super::{Report, TREND_STATS, trend_stat};
-use crate::metrics::{MetricDef, Sink, ValueKind};
+use crate::metrics::threshold::Stat;
+use crate::metrics::{MetricDef, MetricKind, Sink, ValueKind};
 
 /// Which metrics a section shows.
 type Belongs = fn(&MetricDef) -> bool;
@@ -35,6 +36,40 @@ pub fn render(report: &Report) -> String {
         .max()
         .unwrap_or(20)
         + 6;
+
+    if !report.thresholds.is_empty() {
+        let _ = writeln!(out, "\n  █ THRESHOLDS\n");
+        let mut last_key = "";
+        for o in &report.thresholds {
+            let t = &o.threshold;
+            if t.key != last_key {
+                if !last_key.is_empty() {
+                    out.push('\n');
+                }
+                let _ = writeln!(out, "    {}", t.key);
+                last_key = &t.key;
+            }
+            let mark = if o.verdict.ok { "✓" } else { "✗" };
+            let detail = match (&o.note, o.verdict.observed) {
+                (Some(note), _) => note.clone(),
+                (None, None) => "no samples".to_owned(),
+                (None, Some(v)) => {
+                    let def = report.metrics.iter().find(|d| d.name == t.metric);
+                    let shown = match def.map(|d| (d.kind, d.value)) {
+                        Some((MetricKind::Rate, _)) => format!("{:.2}%", v * 100.0),
+                        Some((_, ValueKind::Time))
+                            if !matches!(t.stat, Stat::Count | Stat::Rate) =>
+                        {
+                            millis(v)
+                        }
+                        _ => number(v, 4),
+                    };
+                    format!("{}={shown}", stat_name(t.stat))
+                }
+            };
+            let _ = writeln!(out, "    {mark} '{}' {detail}", t.source);
+        }
+    }
 
     let _ = writeln!(out, "\n  █ TOTAL RESULTS\n");
 
@@ -130,6 +165,19 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+fn stat_name(stat: Stat) -> String {
+    match stat {
+        Stat::Avg => "avg".into(),
+        Stat::Min => "min".into(),
+        Stat::Max => "max".into(),
+        Stat::Med => "med".into(),
+        Stat::Percentile(q) => format!("p({})", number(q, 3)),
+        Stat::Count => "count".into(),
+        Stat::Rate => "rate".into(),
+        Stat::Value => "value".into(),
+    }
 }
 
 fn line(out: &mut String, width: usize, name: &str, value: &str) {
