@@ -397,6 +397,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         failures: ctl.failures.summary(),
         interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
         thresholds,
+        trend_stats: options.trend_stats.clone(),
     };
     Ok(RunOutcome {
         report,

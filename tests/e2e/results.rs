@@ -135,3 +135,17 @@ fn setup_data_reaches_the_vus_and_teardown() {
         run.stderr()
     );
 }
+
+#[test]
+fn summary_trend_stats_choose_the_columns() {
+    let (_server, run) = run_ok(
+        "trend_stats",
+        "hello",
+        "--iterations 10 --summary-trend-stats avg,p(99.9),count",
+    );
+    let d = &run.summary["metrics"]["http_req_duration"];
+    assert!(d["p(99.9)"].is_number(), "{d}");
+    assert_eq!(d["count"], 10.0);
+    assert!(d["med"].is_null(), "{d}");
+    assert!(run.stdout().contains("count=10"), "{}", run.stdout());
+}

@@ -109,6 +109,10 @@ struct LoadArgs {
     /// Write the end-of-test summary as JSON (k6's --summary-export layout).
     #[arg(long, value_name = "FILE")]
     summary_export: Option<PathBuf>,
+    /// Trend statistics in the summary, e.g. avg,med,p(99),p(99.9),count
+    /// [k6: summaryTrendStats]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    summary_trend_stats: Vec<String>,
     /// Do not print the end-of-test summary.
     #[arg(long)]
     no_summary: bool,
@@ -327,6 +331,9 @@ impl LoadArgs {
             m.insert("tags".into(), Value::Object(tags));
         }
         self.http.k6_options(&mut m);
+        if !self.summary_trend_stats.is_empty() {
+            m.insert("summaryTrendStats".into(), json!(self.summary_trend_stats));
+        }
         m
     }
 

@@ -19,6 +19,7 @@ use crate::executor::fields::duration_value;
 use crate::executor::{ScenarioConfig, parse_duration};
 use crate::http::ClientConfig;
 use crate::metrics::threshold::{self, Threshold};
+use crate::output;
 
 /// The shortcut options that describe a default scenario.
 const SHORTCUTS: [&str; 4] = ["vus", "duration", "iterations", "stages"];
@@ -120,6 +121,8 @@ pub struct Options {
     pub scenarios: Vec<ScenarioConfig>,
     pub http: HttpOptions,
     pub thresholds: Vec<Threshold>,
+    /// `summaryTrendStats`: the trend statistics of the summary.
+    pub trend_stats: Vec<String>,
     pub setup_timeout: Duration,
     pub teardown_timeout: Duration,
     /// Tags on every sample (`tags`, `--tag`).
@@ -301,7 +304,27 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         .get("thresholds")
         .map(|t| threshold::parse_all(t, &mut errors))
         .unwrap_or_default();
-    const KNOWN: [&str; 17] = [
+    let trend_stats = match options.get("summaryTrendStats") {
+        None => output::default_trend_stats(),
+        Some(Value::Array(items)) => {
+            let list: Vec<String> = items
+                .iter()
+                .map(|v| v.as_str().unwrap_or("").to_owned())
+                .collect();
+            output::parse_trend_stats(&list).unwrap_or_else(|e| {
+                errors.push(format!("summaryTrendStats: {e}"));
+                output::default_trend_stats()
+            })
+        }
+        Some(other) => {
+            errors.push(format!(
+                "summaryTrendStats: must be a list like [\"avg\", \"p(95)\"], not {other}"
+            ));
+            output::default_trend_stats()
+        }
+    };
+    const KNOWN: [&str; 18] = [
+        "summaryTrendStats",
         "thresholds",
         "scenarios",
         "vus",
@@ -329,6 +352,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
             scenarios,
             http,
             thresholds,
+            trend_stats,
             setup_timeout,
             teardown_timeout,
             tags,
@@ -519,5 +543,47 @@ mod tests {
         assert!(env_layer([("WLOAD_VUS".to_owned(), "x".to_owned())]).is_err());
         assert!(stage_arg("30s").is_err());
         assert!(stage_arg("3x:1").is_err());
+    }
+    #[test]
+    fn summary_trend_stats_are_checked() {
+        let o = resolve(&obj(
+            json!({"summaryTrendStats": ["avg", "p(99.9)", "count"]}),
+        ))
+        .unwrap();
+        assert_eq!(o.trend_stats, vec!["avg", "p(99.9)", "count"]);
+        let default = resolve(&obj(json!({}))).unwrap();
+        assert_eq!(default.trend_stats.len(), 7);
+        let errs = resolve(&obj(json!({"summaryTrendStats": ["avg", "p99"]}))).unwrap_err();
+        assert!(
+            errs[0].contains("unknown trend statistic \"p99\""),
+            "{errs:?}"
+        );
+        assert!(resolve(&obj(json!({"summaryTrendStats": []}))).is_err());
+    }
+
+    #[test]
+    fn k6_http_options_configure_the_client() {
+        let o = resolve(&obj(
+            json!({"discardResponseBodies": true, "batchPerHost": 2, "userAgent": "k6-port"}),
+        ))
+        .unwrap();
+        let mut c = ClientConfig::default();
+        o.http.apply(&mut c);
+        assert!(c.discard_bodies);
+        assert_eq!((c.batch, c.batch_per_host), (20, 2));
+        assert_eq!(c.user_agent, "k6-port");
+        let errs = resolve(&obj(json!({"batch": 0, "noConnectionReuse": "yes"}))).unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+    }
+
+    #[test]
+    fn thresholds_are_read_from_the_options() {
+        let o = resolve(&obj(json!({"thresholds": {"checks": ["rate>0.9"]}}))).unwrap();
+        assert_eq!(o.thresholds.len(), 1);
+        let errs = resolve(&obj(json!({"thresholds": {"checks": ["rate>>0.9"]}}))).unwrap_err();
+        assert!(
+            errs[0].starts_with("thresholds.checks: invalid threshold"),
+            "{errs:?}"
+        );
     }
 }

@@ -6,7 +6,7 @@
 use md5::{Digest, Md5};
 use serde_json::{Map, Value, json};
 
-use super::{Report, TREND_STATS, trend_stat};
+use super::{Report, trend_stat};
 use crate::metrics::Sink;
 
 /// k6 identifies groups and checks by the MD5 of their path.
@@ -53,8 +53,8 @@ pub fn to_json(report: &Report) -> Value {
             }),
             Sink::Trend(t) => {
                 let mut m = Map::new();
-                for stat in TREND_STATS {
-                    m.insert(stat.to_owned(), json!(trend_stat(t, stat)));
+                for stat in &report.trend_stats {
+                    m.insert(stat.clone(), json!(trend_stat(t, stat)));
                 }
                 Value::Object(m)
             }

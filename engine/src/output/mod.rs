@@ -24,6 +24,8 @@ pub struct Report {
     pub interrupted: u64,
     /// Thresholds and their verdicts, in the order given.
     pub thresholds: Vec<threshold::Outcome>,
+    /// Trend statistics to show and export.
+    pub trend_stats: Vec<String>,
 }
 
 /// One check's totals.
@@ -76,8 +78,36 @@ impl Report {
     }
 }
 
-/// The trend statistics shown and exported, in order.
+/// The trend statistics shown and exported unless `--summary-trend-stats`
+/// or `summaryTrendStats` says otherwise, in order.
 pub const TREND_STATS: [&str; 7] = ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"];
+
+/// The default trend statistics, owned.
+pub fn default_trend_stats() -> Vec<String> {
+    TREND_STATS.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Check a list of trend statistics: `avg`, `min`, `med`, `max`, `count`,
+/// `p(N)` with 0 ≤ N ≤ 100.
+pub fn parse_trend_stats(list: &[String]) -> Result<Vec<String>, String> {
+    if list.is_empty() {
+        return Err("needs at least one statistic".to_owned());
+    }
+    for stat in list {
+        let ok = matches!(stat.as_str(), "avg" | "min" | "med" | "max" | "count")
+            || stat
+                .strip_prefix("p(")
+                .and_then(|s| s.strip_suffix(')'))
+                .and_then(|s| s.parse::<f64>().ok())
+                .is_some_and(|q| (0.0..=100.0).contains(&q));
+        if !ok {
+            return Err(format!(
+                "unknown trend statistic {stat:?}; use avg, min, med, max, count or p(N)"
+            ));
+        }
+    }
+    Ok(list.to_vec())
+}
 
 /// A trend statistic by name.
 pub fn trend_stat(t: &crate::metrics::TrendSink, stat: &str) -> f64 {
@@ -86,6 +116,7 @@ pub fn trend_stat(t: &crate::metrics::TrendSink, stat: &str) -> f64 {
         "min" => t.min(),
         "med" => t.median(),
         "max" => t.max(),
+        "count" => t.count as f64,
         p => p
             .strip_prefix("p(")
             .and_then(|s| s.strip_suffix(')'))

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::format::{bytes, millis, number};
-use super::{Report, TREND_STATS, trend_stat};
+use super::{Report, trend_stat};
 use crate::metrics::threshold::Stat;
 use crate::metrics::{MetricDef, MetricKind, Sink, ValueKind};
 
@@ -211,9 +211,13 @@ fn value(report: &Report, def: &MetricDef, sink: &Sink) -> String {
             };
             format!("{:<7} {trues} out of {total}", format!("{pct:.2}%"))
         }
-        Sink::Trend(t) => TREND_STATS
+        Sink::Trend(t) => report
+            .trend_stats
             .iter()
-            .map(|s| format!("{s}={:<9}", fmt(trend_stat(t, s))))
+            .map(|s| match s.as_str() {
+                "count" => format!("{s}={:<9}", t.count),
+                _ => format!("{s}={:<9}", fmt(trend_stat(t, s))),
+            })
             .collect::<Vec<_>>()
             .join(" ")
             .trim_end()
