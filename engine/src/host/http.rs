@@ -22,7 +22,7 @@ fn split(
         method: req.method,
         url: req.url,
         headers: req.headers,
-        body: req.body,
+        body: req.body.map(bytes::Bytes::from),
         timeout: req.timeout.map(Duration::from_nanos),
         // `keep`, the default, leaves the choice to the run.
         body_mode: match req.body_mode {

@@ -77,7 +77,8 @@ pub struct RequestSpec {
     pub method: String,
     pub url: String,
     pub headers: Vec<(String, String)>,
-    pub body: Option<Vec<u8>>,
+    /// Shared, so that redirect hops resend it without a copy.
+    pub body: Option<bytes::Bytes>,
     pub timeout: Option<Duration>,
     /// `None`: the run's default (keep, or discard with `discard_bodies`).
     pub body_mode: Option<BodyMode>,

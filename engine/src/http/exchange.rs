@@ -91,7 +91,7 @@ impl Client {
                 format!("invalid HTTP method {:?}", spec.method),
             )
         })?;
-        let body = spec.body.clone().map(Bytes::from).unwrap_or_default();
+        let body = spec.body.clone().unwrap_or_default();
         let mut req = Request::new(Full::new(body));
         *req.method_mut() = method;
         *req.uri_mut() = target.path.clone();
