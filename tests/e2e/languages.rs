@@ -70,6 +70,9 @@ fn copy_tree(src: &Path, dst: &Path) {
 struct Built {
     hello: PathBuf,
     browse: PathBuf,
+    /// Groups; not written for AssemblyScript (its functions cannot
+    /// capture, so nested groups read nothing like the other languages).
+    shop: Option<PathBuf>,
 }
 
 /// The JS SDK, installed once per test process.
@@ -96,6 +99,7 @@ fn javascript() -> &'static Built {
         Built {
             hello: build("hello"),
             browse: build("browse"),
+            shop: Some(build("shop")),
         }
     })
 }
@@ -123,6 +127,7 @@ fn assemblyscript() -> &'static Built {
         Built {
             hello: build("hello"),
             browse: build("browse"),
+            shop: None,
         }
     })
 }
@@ -154,6 +159,7 @@ fn python() -> &'static Built {
         Built {
             hello: build("hello"),
             browse: build("browse"),
+            shop: Some(build("shop")),
         }
     })
 }
@@ -239,11 +245,30 @@ fn browse_counts_like_rust(lang: &str, test: &Path) {
     }
 }
 
+/// Groups nest and tag the same way in every language: the whole
+/// `root_group` tree (names, paths, ids, check counts) equals Rust's.
+fn shop_groups_like_rust(lang: &str, test: &Path) {
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(
+        &format!("{lang}_shop"),
+        test,
+        "shop",
+        "--vus 2 --iterations 20 --summary-trend-stats count,avg",
+    );
+    assert_eq!(reqs, 20 * 4, "{lang} shop: requests at the server");
+    assert_eq!(reqs, rust_reqs);
+    assert_eq!(
+        run.summary["root_group"], rust.summary["root_group"],
+        "{lang}: group tree"
+    );
+    assert_eq!(run.metric("group_duration", "count"), 20.0 * 4.0);
+}
+
 #[test]
 fn javascript_examples_count_like_rust() {
     let built = javascript();
     hello_counts_like_rust("js", &built.hello);
     browse_counts_like_rust("js", &built.browse);
+    shop_groups_like_rust("js", built.shop.as_deref().expect("js shop"));
 }
 
 /// k6 scripts often read `__ENV` at the top level; in wload that code runs
@@ -282,6 +307,7 @@ fn python_examples_count_like_rust() {
     let built = python();
     hello_counts_like_rust("python", &built.hello);
     browse_counts_like_rust("python", &built.browse);
+    shop_groups_like_rust("python", built.shop.as_deref().expect("python shop"));
 }
 
 #[test]

@@ -1,4 +1,8 @@
-//! What the run reports: checks, bodies, timings, the summary export.
+//! What the run reports: checks, groups, bodies, timings, the summary export.
+
+use std::time::Duration;
+
+use serde_json::json;
 
 use crate::support::*;
 
@@ -148,4 +152,72 @@ fn summary_trend_stats_choose_the_columns() {
     assert_eq!(d["count"], 10.0);
     assert!(d["med"].is_null(), "{d}");
     assert!(run.stdout().contains("count=10"), "{}", run.stdout());
+}
+
+/// Nested groups tag everything inside with their path: per-group request
+/// counts (exact, through thresholds on `group` sub-metrics), the check
+/// tree of the export and the summary, and one `group_duration` per group
+/// per iteration, all against what the server saw.
+#[test]
+fn groups_tag_requests_and_checks_with_their_path() {
+    let dir = scratch("groups-config");
+    let config = dir.join("options.json");
+    let exact = json!({ "thresholds": {
+        "http_reqs{group:::home}": ["count==40"],
+        "http_reqs{group:::cart::add}": ["count==80"],
+        "http_reqs{group:::cart::view}": ["count==40"],
+        "checks{group:::cart::view}": ["rate==1"],
+        // Off by one: must fail, or the sub-metric filter is not applied.
+        "http_reqs{group:::cart::view,method:GET}": ["count==39"],
+    }});
+    std::fs::write(&config, exact.to_string()).unwrap();
+    let server = server();
+    let run = run_test(
+        "groups",
+        "shop",
+        &server.base_url(),
+        &format!(
+            "--vus 4 --iterations 40 --summary-trend-stats count,avg --config {}",
+            config.display()
+        ),
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.code(), Some(99), "stderr: {}", run.stderr());
+    assert_eq!(server.stats.requests(), 40 * 4);
+    let m = &run.summary["metrics"];
+    for (key, expr, ok) in [
+        ("http_reqs{group:::home}", "count==40", true),
+        ("http_reqs{group:::cart::add}", "count==80", true),
+        ("http_reqs{group:::cart::view}", "count==40", true),
+        ("checks{group:::cart::view}", "rate==1", true),
+        (
+            "http_reqs{group:::cart::view,method:GET}",
+            "count==39",
+            false,
+        ),
+    ] {
+        assert_eq!(m[key]["thresholds"][expr]["ok"], ok, "{key} {expr}");
+    }
+    // home, cart, cart::add and cart::view once per iteration each.
+    assert_eq!(run.metric("group_duration", "count"), 40.0 * 4.0);
+
+    let root = &run.summary["root_group"];
+    assert_eq!(root["checks"][0]["name"], "visit complete");
+    assert_eq!(root["checks"][0]["passes"], 40);
+    let groups = root["groups"].as_array().expect("groups");
+    let names: Vec<_> = groups.iter().map(|g| g["path"].as_str().unwrap()).collect();
+    assert_eq!(names, ["::cart", "::home"]);
+    let cart = &groups[0];
+    assert_eq!(cart["checks"], json!([]));
+    let add = &cart["groups"][0];
+    assert_eq!(add["path"], "::cart::add");
+    assert_eq!(add["checks"][0]["path"], "::cart::add::item added");
+    assert_eq!(add["checks"][0]["passes"], 80);
+    assert_eq!(cart["groups"][1]["checks"][0]["passes"], 40);
+    assert_eq!(groups[1]["checks"][0]["name"], "home is 200");
+
+    let stdout = run.stdout();
+    let tree = "    █ cart\n\n      █ add\n\n        ✓ item added\n";
+    assert!(stdout.contains(tree), "{stdout}");
+    assert!(stdout.contains("group_duration"), "{stdout}");
 }

@@ -50,7 +50,7 @@ impl Vu {
         shared: Arc<RunShared>,
     ) -> Result<Vu> {
         let state = VuState::new(shared, &sandbox, id, scenario);
-        let tags = state.base_tags.clone();
+        let tags = state.tags().clone();
         let mut store = host::new_store(&sandbox.engine, state);
         let test = pre
             .instantiate_async(&mut store)
@@ -76,6 +76,7 @@ impl Vu {
         let state = self.store.data_mut();
         state.running_since = started;
         state.lateness = lateness;
+        state.leave_groups();
         let result = self.test.call_iteration(&mut self.store, &self.exec).await;
         let elapsed = started.elapsed();
         let outcome = match result {

@@ -50,9 +50,9 @@ fn split(
 impl VuState {
     fn tags_with(&self, extra: Vec<(String, String)>) -> Tags {
         if extra.is_empty() {
-            self.base_tags.clone()
+            self.tags().clone()
         } else {
-            Arc::new(self.base_tags.with(extra))
+            Arc::new(self.tags().with(extra))
         }
     }
 

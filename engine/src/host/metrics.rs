@@ -35,9 +35,9 @@ impl Host for VuState {
             )));
         }
         let set = if tags.is_empty() {
-            self.base_tags.clone()
+            self.tags().clone()
         } else {
-            Arc::new(self.base_tags.with(tags))
+            Arc::new(self.tags().with(tags))
         };
         self.shared.recorder.record(&set, &[(metric, value)]);
         Ok(())

@@ -13,6 +13,7 @@
 //! never touch WASI pay nothing for it.
 
 mod checks;
+mod group;
 mod http;
 mod metrics;
 mod vu;
@@ -30,6 +31,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use crate::http::{Client, VuConnections};
 use crate::metrics::{Recorder, TagSet, Tags};
 use crate::sandbox::{EPOCH_TICK, MemoryLimiter, Sandbox};
+use group::Groups;
+pub use group::PATH_SEPARATOR as GROUP_PATH_SEPARATOR;
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -106,8 +109,8 @@ pub struct VuState {
     /// Iterations this VU started before the current one.
     pub iteration: u64,
     pub scenario: Arc<VuScenario>,
-    /// The scenario's tags: the base of every sample's tags.
-    pub base_tags: Tags,
+    /// Open groups, which decide the tags of this VU's samples.
+    groups: Groups,
     /// How late the current iteration started against its schedule, for
     /// open-model executors; `None` for closed-model ones.
     pub lateness: Option<Duration>,
@@ -122,9 +125,6 @@ pub struct VuState {
     pub stopped: Option<Stopped>,
     /// The guest's own account of its upcoming trap (`vu.report-panic`).
     pub panic_message: Option<String>,
-    /// Tag sets of checks by name, so a check costs no allocation after
-    /// its first use.
-    check_tags: HashMap<String, Tags>,
     wasi: Option<Box<WasiCtx>>,
 }
 
@@ -139,7 +139,7 @@ impl VuState {
             shared,
             vu_id,
             iteration: 0,
-            base_tags: scenario.tags.clone(),
+            groups: Groups::new(scenario.tags.clone()),
             scenario,
             lateness: None,
             conns: VuConnections::default(),
@@ -150,9 +150,19 @@ impl VuState {
             hard_stop: sandbox.hard_stop.clone(),
             stopped: None,
             panic_message: None,
-            check_tags: HashMap::new(),
             wasi: None,
         }
+    }
+
+    /// Tags of this VU's samples now: the scenario's, and the group's
+    /// inside one.
+    pub fn tags(&self) -> &Tags {
+        self.groups.tags()
+    }
+
+    /// Start an iteration at the top level, outside any group.
+    pub fn leave_groups(&mut self) {
+        self.groups.reset();
     }
 
     /// The guest is back in control after a host wait.

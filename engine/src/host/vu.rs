@@ -1,10 +1,11 @@
-//! `wload:test/vu`: the VU's identity, `-e` variables, setup data, sleep
-//! and log.
+//! `wload:test/vu`: the VU's identity, `-e` variables, setup data, sleep,
+//! log and groups.
 
 use std::time::Duration;
 
 use super::VuState;
 use super::wload::test::vu::{Host, LogLevel};
+use crate::metrics::Builtin;
 
 impl Host for VuState {
     fn id(&mut self) -> wasmtime::Result<u32> {
@@ -47,6 +48,22 @@ impl Host for VuState {
 
     fn report_panic(&mut self, message: String) -> wasmtime::Result<()> {
         self.panic_message = Some(message);
+        Ok(())
+    }
+
+    fn group_enter(&mut self, name: String) -> wasmtime::Result<()> {
+        // A name that would break the path is the test's bug: fail the
+        // iteration with k6's message rather than record a wrong tag.
+        self.groups.enter(&name).map_err(wasmtime::Error::msg)
+    }
+
+    fn group_exit(&mut self) -> wasmtime::Result<()> {
+        if let Some((tags, started)) = self.groups.exit() {
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            self.shared
+                .recorder
+                .record(&tags, &[(Builtin::GroupDuration.id(), ms)]);
+        }
         Ok(())
     }
 }

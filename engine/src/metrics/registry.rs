@@ -71,10 +71,11 @@ pub enum Builtin {
     DroppedIterations,
     IterationDurationCorrected,
     HttpReqDurationCorrected,
+    GroupDuration,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 20] = [
+    pub const ALL: [Builtin; 21] = [
         Builtin::HttpReqs,
         Builtin::HttpReqDuration,
         Builtin::HttpReqBlocked,
@@ -95,6 +96,7 @@ impl Builtin {
         Builtin::DroppedIterations,
         Builtin::IterationDurationCorrected,
         Builtin::HttpReqDurationCorrected,
+        Builtin::GroupDuration,
     ];
 
     pub fn id(self) -> MetricId {
@@ -142,6 +144,7 @@ impl Builtin {
                 MetricKind::Trend,
                 ValueKind::Time,
             ),
+            GroupDuration => ("group_duration", MetricKind::Trend, ValueKind::Time),
         };
         MetricDef {
             name: name.to_owned(),

@@ -1,11 +1,13 @@
 //! `--summary-export FILE`: the JSON layout of k6's `--summary-export`, so
-//! that tooling reading k6's file reads ours: `root_group` with the checks,
+//! that tooling reading k6's file reads ours: `root_group` with the checks
+//! and nested groups,
 //! and `metrics.<name>` with count/rate (counters), value/min/max (gauges),
 //! passes/fails/value (rates) or avg/min/med/max/p(N) (trends, in ms).
 
 use md5::{Digest, Md5};
 use serde_json::{Map, Value, json};
 
+use super::groups::GroupTotals;
 use super::{Report, trend_stat};
 use crate::metrics::Sink;
 
@@ -17,13 +19,14 @@ fn id(path: &str) -> String {
         .collect()
 }
 
-/// Build the export document.
-pub fn to_json(report: &Report) -> Value {
-    let checks: Vec<Value> = report
-        .checks()
-        .into_iter()
+/// A group as k6 exports it: its checks (with paths `<group path>::<check>`)
+/// and its groups, recursively.
+fn group_json(group: &GroupTotals) -> Value {
+    let checks: Vec<Value> = group
+        .checks
+        .iter()
         .map(|c| {
-            let path = format!("::{}", c.name);
+            let path = format!("{}::{}", group.path, c.name);
             json!({
                 "name": c.name,
                 "path": path,
@@ -33,7 +36,17 @@ pub fn to_json(report: &Report) -> Value {
             })
         })
         .collect();
+    json!({
+        "name": group.name,
+        "path": group.path,
+        "id": id(&group.path),
+        "groups": group.groups.iter().map(group_json).collect::<Vec<_>>(),
+        "checks": checks,
+    })
+}
 
+/// Build the export document.
+pub fn to_json(report: &Report) -> Value {
     let mut metrics = Map::new();
     for (def, sink) in report.recorded() {
         let value = match &sink {
@@ -74,13 +87,7 @@ pub fn to_json(report: &Report) -> Value {
     }
 
     json!({
-        "root_group": {
-            "name": "",
-            "path": "",
-            "id": id(""),
-            "groups": [],
-            "checks": checks,
-        },
+        "root_group": group_json(&report.groups()),
         "metrics": metrics,
         "state": {
             "testRunDurationMs": report.elapsed.as_secs_f64() * 1000.0,

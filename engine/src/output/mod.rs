@@ -4,13 +4,14 @@
 
 pub mod export;
 pub mod format;
+pub mod groups;
 pub mod progress;
 pub mod summary;
 
 use std::time::Duration;
 
 use crate::metrics::threshold;
-use crate::metrics::{Builtin, MetricDef, Sink, Snapshot};
+use crate::metrics::{MetricDef, Sink, Snapshot};
 
 /// Everything the outputs need about a finished run.
 pub struct Report {
@@ -37,29 +38,6 @@ pub struct CheckTotals {
 }
 
 impl Report {
-    /// Per-check totals, in name order.
-    pub fn checks(&self) -> Vec<CheckTotals> {
-        let mut by_name: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
-        for (tags, sink) in self.snapshot.series_of(Builtin::Checks.id()) {
-            let Some(name) = tags.get("check") else {
-                continue;
-            };
-            if let Sink::Rate { trues, total } = sink {
-                let e = by_name.entry(name.to_owned()).or_default();
-                e.0 += trues;
-                e.1 += total - trues;
-            }
-        }
-        by_name
-            .into_iter()
-            .map(|(name, (passes, fails))| CheckTotals {
-                name,
-                passes,
-                fails,
-            })
-            .collect()
-    }
-
     /// Metrics that have samples, with their merged sink.
     pub fn recorded(&self) -> Vec<(&MetricDef, Sink)> {
         self.metrics

@@ -1,10 +1,12 @@
-//! The end-of-test summary for the terminal, in k6's layout: checks first,
+//! The end-of-test summary for the terminal, in k6's layout: thresholds,
+//! then checks (under their groups),
 //! then custom, HTTP, execution and network metrics, with dotted name
 //! columns.
 
 use std::fmt::Write;
 
 use super::format::{bytes, millis, number};
+use super::groups::GroupTotals;
 use super::{Report, trend_stat};
 use crate::metrics::threshold::Stat;
 use crate::metrics::{MetricDef, MetricKind, Sink, ValueKind};
@@ -20,10 +22,38 @@ const SECTIONS: [(&str, Belongs); 4] = [
         d.builtin
             && (d.name.starts_with("iteration")
                 || d.name.starts_with("vus")
-                || d.name == "dropped_iterations")
+                || d.name == "dropped_iterations"
+                || d.name == "group_duration")
     }),
     ("NETWORK", |d| d.builtin && d.name.starts_with("data_")),
 ];
+
+/// Checks of `group` at `indent`, then its groups (`█ name`) below them.
+fn group_checks(out: &mut String, group: &GroupTotals, indent: usize) {
+    let pad = " ".repeat(indent);
+    for c in &group.checks {
+        if c.fails == 0 {
+            let _ = writeln!(out, "{pad}✓ {}", c.name);
+        } else {
+            let n = c.passes + c.fails;
+            let _ = writeln!(out, "{pad}✗ {}", c.name);
+            let _ = writeln!(
+                out,
+                "{pad}  ↳  {}% — ✓ {} / ✗ {}",
+                number(c.passes as f64 * 100.0 / n as f64, 2),
+                c.passes,
+                c.fails
+            );
+        }
+    }
+    for g in &group.groups {
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "{pad}█ {}\n", g.name);
+        group_checks(out, g, indent + 2);
+    }
+}
 
 /// Render the summary.
 pub fn render(report: &Report) -> String {
@@ -73,18 +103,11 @@ pub fn render(report: &Report) -> String {
 
     let _ = writeln!(out, "\n  █ TOTAL RESULTS\n");
 
-    let checks = report.checks();
-    if !checks.is_empty() {
-        let passes: u64 = checks.iter().map(|c| c.passes).sum();
-        let fails: u64 = checks.iter().map(|c| c.fails).sum();
+    let groups = report.groups();
+    let (passes, fails) = groups.totals();
+    if passes + fails > 0 {
         let total = passes + fails;
-        let pct = |n: u64| {
-            if total == 0 {
-                0.0
-            } else {
-                n as f64 * 100.0 / total as f64
-            }
-        };
+        let pct = |n: u64| n as f64 * 100.0 / total as f64;
         line(
             &mut out,
             width,
@@ -113,21 +136,7 @@ pub fn render(report: &Report) -> String {
             ),
         );
         out.push('\n');
-        for c in &checks {
-            if c.fails == 0 {
-                let _ = writeln!(out, "    ✓ {}", c.name);
-            } else {
-                let n = c.passes + c.fails;
-                let _ = writeln!(out, "    ✗ {}", c.name);
-                let _ = writeln!(
-                    out,
-                    "      ↳  {}% — ✓ {} / ✗ {}",
-                    number(c.passes as f64 * 100.0 / n as f64, 2),
-                    c.passes,
-                    c.fails
-                );
-            }
-        }
+        group_checks(&mut out, &groups, 4);
         out.push('\n');
     }
 

@@ -54,3 +54,7 @@ export declare function vuSetupData(ret: usize): void;
 export declare function vuLog(level: i32, msg: usize, msgLen: i32): void;
 @external("wload:test/vu@0.1.0", "report-panic")
 export declare function vuReportPanic(msg: usize, msgLen: i32): void;
+@external("wload:test/vu@0.1.0", "group-enter")
+export declare function vuGroupEnter(name: usize, nameLen: i32): void;
+@external("wload:test/vu@0.1.0", "group-exit")
+export declare function vuGroupExit(): void;

@@ -20,7 +20,7 @@ import * as vuModule from "./vu";
 export { httpModule as http, vuModule as vu };
 export { Request, Response, Timings } from "./http";
 export { Counter, Gauge, Rate, Trend } from "./metrics";
-export { check, checkTagged, env, log, LogLevel, setupData } from "./vu";
+export { check, checkTagged, env, group, groupEnter, groupExit, log, LogLevel, setupData } from "./vu";
 export { test, TestDefinition, IterationFn, SetupFn, TeardownFn } from "./test";
 
 /** Pause this VU for `seconds` without using a core. */

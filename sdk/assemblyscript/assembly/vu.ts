@@ -1,5 +1,5 @@
 // The running VU: id, iteration, scenario, `-e` variables, setup data,
-// sleep, log, and checks.
+// sleep, log, checks and groups.
 
 import * as wit from "./bindings";
 import { RET, FieldList, utf8, liftStringAt, liftOptionStringAt } from "./abi";
@@ -49,6 +49,30 @@ export enum LogLevel {
 export function log(message: string, level: LogLevel = LogLevel.Info): void {
   const m = utf8(message);
   wit.vuLog(level, changetype<usize>(m), m.byteLength);
+}
+
+/**
+ * Enter the group `name` (k6's `group`): until `groupExit`, requests,
+ * checks and metrics carry the tag `group=::outer::name`. Groups nest.
+ */
+export function groupEnter(name: string): void {
+  const n = utf8(name);
+  wit.vuGroupEnter(changetype<usize>(n), n.byteLength);
+}
+
+/** Leave the innermost group, recording its `group_duration`. */
+export function groupExit(): void {
+  wit.vuGroupExit();
+}
+
+/**
+ * Run `fn` inside the group `name`. AssemblyScript functions cannot
+ * capture locals: keep state in globals, or use `groupEnter`/`groupExit`.
+ */
+export function group(name: string, fn: () => void): void {
+  groupEnter(name);
+  fn();
+  groupExit();
 }
 
 /** Record one outcome of the check `name`; returns `ok`. */

@@ -72,3 +72,9 @@ func witVuLog(level uint32, msg unsafe.Pointer, msgLen uint32)
 
 //go:wasmimport wload:test/vu@0.1.0 report-panic
 func witVuReportPanic(msg unsafe.Pointer, msgLen uint32)
+
+//go:wasmimport wload:test/vu@0.1.0 group-enter
+func witVuGroupEnter(name unsafe.Pointer, nameLen uint32)
+
+//go:wasmimport wload:test/vu@0.1.0 group-exit
+func witVuGroupExit()

@@ -85,3 +85,14 @@ func reportPanic(message string) {
 	witVuReportPanic(m, ml)
 	runtime.KeepAlive(message)
 }
+
+// Group runs fn inside the group name, as k6's group: requests, checks and
+// metrics inside carry the tag group=::outer::name, and each pass is timed
+// in group_duration. Groups nest.
+func Group(name string, fn func()) {
+	n, nl := strPtr(name)
+	witVuGroupEnter(n, nl)
+	runtime.KeepAlive(name)
+	defer witVuGroupExit()
+	fn()
+}

@@ -85,6 +85,13 @@ export const vu = {
   reportPanic(message) {
     if (running) wit_vu.reportPanic(message);
   },
+  groupEnter(name) {
+    guard('group()');
+    wit_vu.groupEnter(name);
+  },
+  groupExit() {
+    if (running) wit_vu.groupExit();
+  },
 };
 
 /** `{k: v}` → `[[k, v]]`, the WIT form of tags and headers. */

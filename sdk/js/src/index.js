@@ -29,11 +29,17 @@ export function sleep(seconds) {
 }
 
 /**
- * Run `fn` and return its result. wload records no per-group metrics yet:
- * the group's name is not a tag on the samples inside it.
+ * Run `fn` inside the group `name` and return its result, as k6's `group`:
+ * requests, checks and metrics inside carry the tag `group=::outer::name`,
+ * and the group's time is recorded in `group_duration`. Groups nest.
  */
-export function group(_name, fn) {
-  return fn();
+export function group(name, fn) {
+  vu.groupEnter(String(name));
+  try {
+    return fn();
+  } finally {
+    vu.groupExit();
+  }
 }
 
 /** Fail the current iteration with `message`, as k6's `fail`. */

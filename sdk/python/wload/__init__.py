@@ -22,7 +22,7 @@ from .metrics import Counter, Gauge, Rate, Trend
 from wit_world.imports import vu as _vu
 
 __all__ = [
-    "http", "check", "sleep", "env", "vu_id", "iteration", "scenario", "log",
+    "http", "check", "group", "sleep", "env", "vu_id", "iteration", "scenario", "log",
     "Counter", "Gauge", "Rate", "Trend",
 ]
 
@@ -31,6 +31,37 @@ def check(name: str, ok: bool, tags: Optional[dict[str, str]] = None) -> bool:
     """Record one outcome of the check `name`; returns `ok`."""
     _host.guard("check()")
     return _host.checks.check(name, bool(ok), _host.fields(tags))
+
+
+class _Group:
+    """The scope of one group: entered and left with `with`."""
+
+    def __init__(self, name: str):
+        self.name = str(name)
+
+    def __enter__(self):
+        _host.guard("group()")
+        _vu.group_enter(self.name)
+        return self
+
+    def __exit__(self, *_exc):
+        _vu.group_exit()
+        return False
+
+
+def group(name: str, fn=None):
+    """k6's `group`: requests, checks and metrics inside carry the tag
+    `group=::outer::name`, and each pass is timed in `group_duration`.
+
+        with group("login"):
+            ...
+
+    or `group("login", fn)`, which runs `fn()` inside and returns its result.
+    """
+    if fn is None:
+        return _Group(name)
+    with _Group(name):
+        return fn()
 
 
 def sleep(seconds: float) -> None:

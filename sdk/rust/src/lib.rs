@@ -25,6 +25,7 @@
 //! ```
 
 pub mod checks;
+pub mod group;
 pub mod http;
 pub mod metrics;
 pub mod vu;
@@ -45,6 +46,7 @@ pub mod bindings {
 
 pub use checks::{check, check_tagged};
 pub use export::Test;
+pub use group::group;
 pub use serde_json::{Value, json};
 pub use vu::sleep;
 
@@ -58,7 +60,7 @@ pub mod prelude {
     pub use crate::http::{self, Request, Response};
     pub use crate::metrics::{Counter, Gauge, Rate, Trend};
     pub use crate::vu::{self, sleep};
-    pub use crate::{Result, Test, Value, check, check_tagged, json};
+    pub use crate::{Result, Test, Value, check, check_tagged, group, json};
     pub use std::time::Duration;
 }
 
