@@ -221,3 +221,57 @@ fn groups_tag_requests_and_checks_with_their_path() {
     assert!(stdout.contains(tree), "{stdout}");
     assert!(stdout.contains("group_duration"), "{stdout}");
 }
+
+/// Values a guest records in custom metrics of each kind come back exactly
+/// in the export (counts, sums, last/min/max, passes/fails, trend min/max/
+/// avg), tags split them into sub-metrics, and the summary lists them.
+#[test]
+fn custom_metrics_round_trip_exactly() {
+    let dir = scratch("metrics-config");
+    let config = dir.join("options.json");
+    let by_tag = json!({ "thresholds": {
+        "items{size:big}": ["count==34"],
+        "items{size:small}": ["count==21"],
+    }});
+    std::fs::write(&config, by_tag.to_string()).unwrap();
+    let (_server, run) = run_ok(
+        "custom_metrics",
+        "metrics",
+        &format!(
+            "--vus 1 --iterations 10 --summary-trend-stats avg,min,med,max,count --config {}",
+            config.display()
+        ),
+    );
+    let m = &run.summary["metrics"];
+    // n = 0..9: items += n + 1; queue = n + 1; lucky = n % 3 == 0;
+    // score += 0.5 (n + 1); think += 1.5 n ms.
+    assert_eq!(run.metric("items", "count"), 55.0);
+    assert_eq!(m["items{size:big}"]["thresholds"]["count==34"]["ok"], true);
+    assert_eq!(
+        m["items{size:small}"]["thresholds"]["count==21"]["ok"],
+        true
+    );
+    assert_eq!(run.metric("queue", "value"), 10.0);
+    assert_eq!(run.metric("queue", "min"), 1.0);
+    assert_eq!(run.metric("queue", "max"), 10.0);
+    assert_eq!(run.metric("lucky", "passes"), 4.0);
+    assert_eq!(run.metric("lucky", "fails"), 6.0);
+    assert_eq!(run.metric("lucky", "value"), 0.4);
+    assert_eq!(run.metric("score", "count"), 10.0);
+    assert_eq!(run.metric("score", "min"), 0.5);
+    assert_eq!(run.metric("score", "max"), 5.0);
+    assert_eq!(run.metric("score", "avg"), 2.75);
+    // The median comes from the histogram: exact to 3 significant digits.
+    let med = run.metric("score", "med");
+    assert!((med - 2.5).abs() <= 0.0025, "score med {med}");
+    assert_eq!(run.metric("think", "count"), 10.0);
+    assert_eq!(run.metric("think", "min"), 0.0);
+    assert_eq!(run.metric("think", "max"), 13.5);
+    assert_eq!(run.metric("think", "avg"), 6.75);
+
+    let stdout = run.stdout();
+    let custom = stdout.split("CUSTOM").nth(1).expect("a CUSTOM section");
+    for name in ["items", "queue", "lucky", "score", "think"] {
+        assert!(custom.contains(&format!("{name}.")), "{name} in {stdout}");
+    }
+}
