@@ -271,6 +271,8 @@ fn custom_metrics_round_trip_exactly() {
 
     let stdout = run.stdout();
     let custom = stdout.split("CUSTOM").nth(1).expect("a CUSTOM section");
+    // k6's order: built-in sections first, the test's own metrics last.
+    assert!(stdout.find("EXECUTION") < stdout.find("CUSTOM"), "{stdout}");
     for name in ["items", "queue", "lucky", "score", "think"] {
         assert!(custom.contains(&format!("{name}.")), "{name} in {stdout}");
     }

@@ -1,7 +1,6 @@
 //! The end-of-test summary for the terminal, in k6's layout: thresholds,
-//! then checks (under their groups),
-//! then custom, HTTP, execution and network metrics, with dotted name
-//! columns.
+//! then checks (under their groups), then HTTP, execution, network and
+//! custom metrics, with dotted name columns.
 
 use std::fmt::Write;
 
@@ -14,9 +13,9 @@ use crate::metrics::{MetricDef, MetricKind, Sink, ValueKind};
 /// Which metrics a section shows.
 type Belongs = fn(&MetricDef) -> bool;
 
-/// Sections of the summary, in order.
+/// Sections of the summary, in k6's order: HTTP, execution, network, then
+/// the test's own metrics.
 const SECTIONS: [(&str, Belongs); 4] = [
-    ("CUSTOM", |d| !d.builtin),
     ("HTTP", |d| d.builtin && d.name.starts_with("http_")),
     ("EXECUTION", |d| {
         d.builtin
@@ -26,6 +25,7 @@ const SECTIONS: [(&str, Belongs); 4] = [
                 || d.name == "group_duration")
     }),
     ("NETWORK", |d| d.builtin && d.name.starts_with("data_")),
+    ("CUSTOM", |d| !d.builtin),
 ];
 
 /// Checks of `group` at `indent`, then its groups (`█ name`) below them.
