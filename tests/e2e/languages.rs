@@ -73,6 +73,8 @@ struct Built {
     /// Groups; not written for AssemblyScript (its functions cannot
     /// capture, so nested groups read nothing like the other languages).
     shop: Option<PathBuf>,
+    /// k6's HTTP API (JavaScript only): examples/js/http_features.
+    http_features: Option<PathBuf>,
 }
 
 /// The JS SDK, installed once per test process.
@@ -100,6 +102,7 @@ fn javascript() -> &'static Built {
             hello: build("hello"),
             browse: build("browse"),
             shop: Some(build("shop")),
+            http_features: Some(build("http_features")),
         }
     })
 }
@@ -128,6 +131,7 @@ fn assemblyscript() -> &'static Built {
             hello: build("hello"),
             browse: build("browse"),
             shop: None,
+            http_features: None,
         }
     })
 }
@@ -160,6 +164,7 @@ fn python() -> &'static Built {
             hello: build("hello"),
             browse: build("browse"),
             shop: Some(build("shop")),
+            http_features: None,
         }
     })
 }
@@ -269,6 +274,40 @@ fn javascript_examples_count_like_rust() {
     hello_counts_like_rust("js", &built.hello);
     browse_counts_like_rust("js", &built.browse);
     shop_groups_like_rust("js", built.shop.as_deref().expect("js shop"));
+}
+
+/// k6's HTTP API in JavaScript (`redirects`, `http.cookieJar()`,
+/// `responseCallback: http.expectedStatuses(...)`, `res.proto`) does what
+/// the Rust SDK does: the same checks pass, the server sees the same
+/// requests, `http_req_failed` counts the same.
+#[test]
+fn javascript_http_features_match_rust() {
+    let test = javascript().http_features.clone().expect("js http_features");
+    for args in [
+        "--vus 1 --iterations 2 -e MODE=proto",
+        "--vus 1 --iterations 3 -e MODE=redirect",
+        "--vus 2 --iterations 8 -e MODE=cookies",
+        "--vus 1 --iterations 4 -e MODE=expect",
+    ] {
+        let mode = args.rsplit('=').next().unwrap_or("mode");
+        let [(reqs, run), (rust_reqs, rust)] =
+            side_by_side(&format!("js_http_{mode}"), &test, "http_features", args);
+        assert_eq!(reqs, rust_reqs, "{mode}: requests at the server");
+        let (passes, fails) = (
+            run.metric("checks", "passes"),
+            run.metric("checks", "fails"),
+        );
+        assert!(passes > 0.0 && fails == 0.0, "{mode}: {passes} passed, {fails} failed");
+        assert_eq!(
+            run.summary["root_group"], rust.summary["root_group"],
+            "{mode}: checks"
+        );
+        assert_eq!(
+            run.metric("http_req_failed", "passes"),
+            rust.metric("http_req_failed", "passes"),
+            "{mode}: http_req_failed"
+        );
+    }
 }
 
 /// k6 scripts often read `__ENV` at the top level; in wload that code runs

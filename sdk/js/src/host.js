@@ -25,14 +25,38 @@ function guard(what) {
   }
 }
 
+/** A WIT `result` error (thrown by the bindings) as a plain Error. */
+function rethrow(e) {
+  throw new Error(e && e.payload !== undefined ? String(e.payload) : String(e));
+}
+
 export const http = {
-  send(req) {
+  /** One request; `opts` (a WIT `request-options`) only when set. */
+  send(req, opts) {
     guard('an HTTP request');
-    return wit_http.send(req);
+    return opts ? wit_http.sendWith(req, opts) : wit_http.send(req);
   },
-  batch(reqs) {
+  /** Requests in parallel; `opts[i]` goes with `reqs[i]`, when any is set. */
+  batch(reqs, opts) {
     guard('an HTTP request');
-    return wit_http.batch(reqs);
+    if (!opts.some((o) => o)) return wit_http.batch(reqs);
+    return wit_http.batchWith(reqs.map((r, i) => [r, opts[i] || {}]));
+  },
+  cookies(url) {
+    guard('the cookie jar');
+    return wit_http.cookies(url);
+  },
+  setCookie(url, cookie) {
+    guard('the cookie jar');
+    try {
+      wit_http.setCookie(url, cookie);
+    } catch (e) {
+      rethrow(e);
+    }
+  },
+  clearCookies() {
+    guard('the cookie jar');
+    wit_http.clearCookies();
   },
 };
 

@@ -1,7 +1,9 @@
 // `import http from 'wload/http'`: k6's http module over the engine's
 // instrumented client. Responses are read eagerly (status, headers, body,
 // timings) and their host handle released at once, so a script can keep
-// responses around without holding engine buffers.
+// responses around without holding engine buffers. Per-request options
+// beyond the 0.1.0 `request` record (redirects, expected statuses) go
+// through `send-with`/`batch-with`, only when a script sets them.
 
 import { http as host, fields } from './host.js';
 
@@ -37,6 +39,12 @@ export class Response {
     for (const [k, v] of handle.headers()) this.headers[canonical(k)] = v;
     /** Bytes received, also known when the body was discarded. */
     this.body_length = Number(handle.bodyLen());
+    /** `HTTP/1.1` or `HTTP/2.0`; "" when no response came. */
+    this.proto = handle.proto();
+    /** `tls1.2`/`tls1.3`, "" for plain HTTP. */
+    this.tls_version = handle.tlsVersion();
+    /** Redirects followed to get this response (a wload extension). */
+    this.redirects = handle.redirects();
     this.body = request.bodyMode === 'discard' ? null : handle.text();
     this.request = { method: request.method, url: request.url };
     // Release the engine's buffer now rather than at some later GC.
@@ -79,13 +87,57 @@ function timeoutNs(t) {
   return BigInt(Math.round(Number(m[1]) * unit));
 }
 
+/** What `http.expectedStatuses` returns: the statuses that count as expected. */
+class ExpectedStatuses {
+  constructor(ranges) {
+    this.ranges = ranges;
+  }
+}
+
+/**
+ * k6's `http.expectedStatuses(200, {min: 300, max: 399})`: statuses that
+ * count as expected in `http_req_failed`, for `setResponseCallback` or a
+ * request's `responseCallback`.
+ */
+export function expectedStatuses(...statuses) {
+  return new ExpectedStatuses(
+    statuses.map((s) => {
+      if (Number.isInteger(s)) return { min: s, max: s };
+      if (s && Number.isInteger(s.min) && Number.isInteger(s.max)) return { min: s.min, max: s.max };
+      throw new Error(`expectedStatuses: ${JSON.stringify(s)} is neither a status nor {min, max}`);
+    }),
+  );
+}
+
+/** Every status, for a `null` callback (k6 then marks no request failed). */
+const ANY_STATUS = [{ min: 0, max: 65535 }];
+
+/** The WIT `expected-statuses` of a response callback; undefined: the run's. */
+function expectedOf(callback) {
+  if (callback === undefined) return undefined;
+  if (callback === null) return ANY_STATUS;
+  if (callback instanceof ExpectedStatuses) return callback.ranges;
+  throw new Error(
+    'a response callback must come from http.expectedStatuses(...) (as in k6, other functions are not supported)',
+  );
+}
+
+/** Set by `setResponseCallback`; undefined keeps the run's setting. */
+let defaultExpected;
+
+/** k6's `http.setResponseCallback`: the expected statuses of this VU's requests. */
+export function setResponseCallback(callback) {
+  defaultExpected = expectedOf(callback);
+}
+
 function buildRequest(method, url, body, params = {}) {
+  params = params || {};
   const headers = fields(params.headers);
   const tags = { ...(params.tags || {}) };
   // k6 takes the `name` tag from params.tags.name.
   const name = tags.name === undefined ? undefined : String(tags.name);
   delete tags.name;
-  return {
+  const req = {
     method: String(method).toUpperCase(),
     url: String(url),
     headers,
@@ -95,12 +147,22 @@ function buildRequest(method, url, body, params = {}) {
     timeout: timeoutNs(params.timeout),
     bodyMode: params.responseType === 'none' ? 'discard' : 'keep',
   };
+  const expected = 'responseCallback' in params ? expectedOf(params.responseCallback) : defaultExpected;
+  const redirects = params.redirects;
+  if (redirects !== undefined && !(Number.isInteger(redirects) && redirects >= 0)) {
+    throw new Error(`redirects must be a whole number >= 0, not ${JSON.stringify(redirects)}`);
+  }
+  const opts =
+    expected === undefined && redirects === undefined
+      ? null
+      : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: undefined };
+  return { req, opts };
 }
 
 /** `http.request(method, url, body, params)`. */
 export function request(method, url, body, params) {
-  const req = buildRequest(method, url, body, params);
-  return new Response(host.send(req), req);
+  const { req, opts } = buildRequest(method, url, body, params);
+  return new Response(host.send(req, opts), req);
 }
 
 export function get(url, params) {
@@ -140,10 +202,68 @@ function batchEntry(entry) {
 export function batch(requests) {
   const keys = Array.isArray(requests) ? null : Object.keys(requests);
   const list = keys ? keys.map((k) => requests[k]) : requests;
-  const reqs = list.map(batchEntry);
-  const responses = host.batch(reqs).map((h, i) => new Response(h, reqs[i]));
+  const built = list.map(batchEntry);
+  const reqs = built.map((b) => b.req);
+  const opts = built.map((b) => b.opts);
+  const responses = host.batch(reqs, opts).map((h, i) => new Response(h, reqs[i]));
   if (!keys) return responses;
   return Object.fromEntries(keys.map((k, i) => [k, responses[i]]));
 }
 
-export default { request, get, head, options, post, put, patch, del, batch, Response };
+/**
+ * The VU's cookie jar (k6's `http.cookieJar()`): cookies the server set
+ * are kept across iterations and sent back automatically.
+ */
+class CookieJar {
+  /** `{name: [value, …]}` of the cookies that would be sent to `url`. */
+  cookiesForURL(url) {
+    const out = {};
+    for (const [name, value] of host.cookies(String(url))) (out[name] ??= []).push(value);
+    return out;
+  }
+
+  /** Set a cookie as if `url` had sent it; options as k6's. */
+  set(url, name, value, options = {}) {
+    let cookie = `${name}=${value}`;
+    if (options.domain) cookie += `; Domain=${options.domain}`;
+    if (options.path) cookie += `; Path=${options.path}`;
+    if (options.expires) cookie += `; Expires=${options.expires}`;
+    if (options.max_age !== undefined) cookie += `; Max-Age=${options.max_age}`;
+    if (options.secure) cookie += '; Secure';
+    if (options.http_only) cookie += '; HttpOnly';
+    host.setCookie(String(url), cookie);
+  }
+
+  /** Remove the cookie `name` that `url` would receive. */
+  delete(url, name) {
+    host.setCookie(String(url), `${name}=; Path=/; Max-Age=0`);
+  }
+
+  /** Empty the jar (every site's cookies: wload keeps one jar per VU). */
+  clear(_url) {
+    host.clearCookies();
+  }
+}
+
+const jar = new CookieJar();
+
+/** This VU's cookie jar. */
+export function cookieJar() {
+  return jar;
+}
+
+export default {
+  request,
+  get,
+  head,
+  options,
+  post,
+  put,
+  patch,
+  del,
+  batch,
+  expectedStatuses,
+  setResponseCallback,
+  cookieJar,
+  Response,
+};
