@@ -73,7 +73,8 @@ struct Built {
     /// Groups; not written for AssemblyScript (its functions cannot
     /// capture, so nested groups read nothing like the other languages).
     shop: Option<PathBuf>,
-    /// k6's HTTP API (JavaScript only): examples/js/http_features.
+    /// The HTTP features beyond 0.1.0's `request` (JavaScript and Python):
+    /// examples/{js,python}/http_features.
     http_features: Option<PathBuf>,
 }
 
@@ -164,7 +165,7 @@ fn python() -> &'static Built {
             hello: build("hello"),
             browse: build("browse"),
             shop: Some(build("shop")),
-            http_features: None,
+            http_features: Some(build("http_features")),
         }
     })
 }
@@ -274,15 +275,17 @@ fn javascript_examples_count_like_rust() {
     hello_counts_like_rust("js", &built.hello);
     browse_counts_like_rust("js", &built.browse);
     shop_groups_like_rust("js", built.shop.as_deref().expect("js shop"));
+    http_features_match_rust(
+        "js",
+        built.http_features.as_deref().expect("js http_features"),
+    );
 }
 
-/// k6's HTTP API in JavaScript (`redirects`, `http.cookieJar()`,
-/// `responseCallback: http.expectedStatuses(...)`, `res.proto`) does what
-/// the Rust SDK does: the same checks pass, the server sees the same
-/// requests, `http_req_failed` counts the same.
-#[test]
-fn javascript_http_features_match_rust() {
-    let test = javascript().http_features.clone().expect("js http_features");
+/// The HTTP features beyond 0.1.0's `request` record (redirect limits,
+/// the cookie jar, expected statuses, `proto`) do in `lang` what the Rust
+/// SDK does: the same checks pass, the server sees the same requests,
+/// `http_req_failed` counts the same.
+fn http_features_match_rust(lang: &str, test: &Path) {
     for args in [
         "--vus 1 --iterations 2 -e MODE=proto",
         "--vus 1 --iterations 3 -e MODE=redirect",
@@ -291,13 +294,16 @@ fn javascript_http_features_match_rust() {
     ] {
         let mode = args.rsplit('=').next().unwrap_or("mode");
         let [(reqs, run), (rust_reqs, rust)] =
-            side_by_side(&format!("js_http_{mode}"), &test, "http_features", args);
+            side_by_side(&format!("{lang}_http_{mode}"), test, "http_features", args);
         assert_eq!(reqs, rust_reqs, "{mode}: requests at the server");
         let (passes, fails) = (
             run.metric("checks", "passes"),
             run.metric("checks", "fails"),
         );
-        assert!(passes > 0.0 && fails == 0.0, "{mode}: {passes} passed, {fails} failed");
+        assert!(
+            passes > 0.0 && fails == 0.0,
+            "{mode}: {passes} passed, {fails} failed"
+        );
         assert_eq!(
             run.summary["root_group"], rust.summary["root_group"],
             "{mode}: checks"
@@ -347,6 +353,13 @@ fn python_examples_count_like_rust() {
     hello_counts_like_rust("python", &built.hello);
     browse_counts_like_rust("python", &built.browse);
     shop_groups_like_rust("python", built.shop.as_deref().expect("python shop"));
+    http_features_match_rust(
+        "python",
+        built
+            .http_features
+            .as_deref()
+            .expect("python http_features"),
+    );
 }
 
 #[test]

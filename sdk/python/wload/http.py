@@ -40,6 +40,12 @@ class Response:
     """Bytes received; known even when the body was discarded."""
     content: Optional[bytes] = field(repr=False)
     """The body, or None when it was discarded."""
+    proto: str = ""
+    """`HTTP/1.1` or `HTTP/2.0`; "" when no response came."""
+    tls_version: str = ""
+    """`tls1.2`/`tls1.3`; "" for plain HTTP."""
+    redirects: int = 0
+    """Redirects followed to get this response."""
 
     @property
     def text(self) -> str:
@@ -79,6 +85,9 @@ def _read(handle: _wit.Response, req: _wit.Request) -> Response:
             error_code=handle.error_code(),
             body_length=handle.body_len(),
             content=None if discard else handle.body(),
+            proto=handle.proto(),
+            tls_version=handle.tls_version(),
+            redirects=handle.redirects(),
         )
 
 
@@ -96,6 +105,25 @@ class Request:
     timeout: Optional[float] = None
     """Seconds."""
     discard_body: bool = False
+    max_redirects: Optional[int] = None
+    """Redirects to follow (the run's default is 10); 0 returns the 3xx."""
+    expected_statuses: Optional[list] = None
+    """Statuses that count as expected in `http_req_failed`: ints and
+    `(min, max)` ranges; None keeps the run's setting (200-399)."""
+
+    def _options(self) -> Optional[_wit.RequestOptions]:
+        """The WIT options beyond `request`, or None when none is set."""
+        if self.max_redirects is None and self.expected_statuses is None:
+            return None
+        expected = None
+        if self.expected_statuses is not None:
+            expected = []
+            for s in self.expected_statuses:
+                lo, hi = (s, s) if isinstance(s, int) else s
+                expected.append(_wit.StatusRange(min=int(lo), max=int(hi)))
+        return _wit.RequestOptions(
+            max_redirects=self.max_redirects, expected_statuses=expected, body_mode=None
+        )
 
     def _wit(self) -> _wit.Request:
         headers = _host.fields(self.headers)
@@ -123,8 +151,9 @@ class Request:
 def request(method: str, url: str, **kwargs: Any) -> Response:
     """Send one request. Keyword arguments are those of `Request`."""
     _host.guard("an HTTP request")
-    req = Request(method, url, **kwargs)._wit()
-    return _read(_wit.send(req), req)
+    spec = Request(method, url, **kwargs)
+    req, opts = spec._wit(), spec._options()
+    return _read(_wit.send(req) if opts is None else _wit.send_with(req, opts), req)
 
 
 def get(url: str, **kwargs: Any) -> Response:
@@ -155,4 +184,32 @@ def batch(requests: list[Request]) -> list[Response]:
     """Send `requests` in parallel; responses come back in the same order."""
     _host.guard("an HTTP request")
     reqs = [r._wit() for r in requests]
-    return [_read(h, r) for h, r in zip(_wit.batch(reqs), reqs)]
+    opts = [r._options() for r in requests]
+    if all(o is None for o in opts):
+        handles = _wit.batch(reqs)
+    else:
+        none = _wit.RequestOptions(max_redirects=None, expected_statuses=None, body_mode=None)
+        handles = _wit.batch_with([(r, o or none) for r, o in zip(reqs, opts)])
+    return [_read(h, r) for h, r in zip(handles, reqs)]
+
+
+def cookies(url: str) -> dict[str, str]:
+    """The cookies of this VU's jar that a request to `url` would send."""
+    _host.guard("the cookie jar")
+    return dict(_wit.cookies(url))
+
+
+def set_cookie(url: str, cookie: str) -> None:
+    """Put a cookie in the jar as if `url` had sent `set-cookie: <cookie>`
+    (e.g. `"session=abc; Path=/"`); ValueError when it cannot be parsed."""
+    _host.guard("the cookie jar")
+    try:
+        _wit.set_cookie(url, cookie)
+    except Exception as e:  # the bindings raise `Err(message)`
+        raise ValueError(str(getattr(e, "value", e))) from None
+
+
+def clear_cookies() -> None:
+    """Empty this VU's cookie jar."""
+    _host.guard("the cookie jar")
+    _wit.clear_cookies()
