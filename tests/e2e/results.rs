@@ -160,26 +160,23 @@ fn summary_trend_stats_choose_the_columns() {
 /// per iteration, all against what the server saw.
 #[test]
 fn groups_tag_requests_and_checks_with_their_path() {
-    let dir = scratch("groups-config");
-    let config = dir.join("options.json");
-    let exact = json!({ "thresholds": {
-        "http_reqs{group:::home}": ["count==40"],
-        "http_reqs{group:::cart::add}": ["count==80"],
-        "http_reqs{group:::cart::view}": ["count==40"],
-        "checks{group:::cart::view}": ["rate==1"],
-        // Off by one: must fail, or the sub-metric filter is not applied.
-        "http_reqs{group:::cart::view,method:GET}": ["count==39"],
-    }});
-    std::fs::write(&config, exact.to_string()).unwrap();
+    let config = options_file(
+        "groups",
+        &json!({ "thresholds": {
+            "http_reqs{group:::home}": ["count==40"],
+            "http_reqs{group:::cart::add}": ["count==80"],
+            "http_reqs{group:::cart::view}": ["count==40"],
+            "checks{group:::cart::view}": ["rate==1"],
+            // Off by one: must fail, or the sub-metric filter is not applied.
+            "http_reqs{group:::cart::view,method:GET}": ["count==39"],
+        }}),
+    );
     let server = server();
     let run = run_test(
         "groups",
         "shop",
         &server.base_url(),
-        &format!(
-            "--vus 4 --iterations 40 --summary-trend-stats count,avg --config {}",
-            config.display()
-        ),
+        &format!("--vus 4 --iterations 40 --summary-trend-stats count,avg {config}"),
         Duration::from_secs(120),
     );
     assert_eq!(run.code(), Some(99), "stderr: {}", run.stderr());
@@ -227,20 +224,17 @@ fn groups_tag_requests_and_checks_with_their_path() {
 /// avg), tags split them into sub-metrics, and the summary lists them.
 #[test]
 fn custom_metrics_round_trip_exactly() {
-    let dir = scratch("metrics-config");
-    let config = dir.join("options.json");
-    let by_tag = json!({ "thresholds": {
-        "items{size:big}": ["count==34"],
-        "items{size:small}": ["count==21"],
-    }});
-    std::fs::write(&config, by_tag.to_string()).unwrap();
+    let config = options_file(
+        "custom_metrics",
+        &json!({ "thresholds": {
+            "items{size:big}": ["count==34"],
+            "items{size:small}": ["count==21"],
+        }}),
+    );
     let (_server, run) = run_ok(
         "custom_metrics",
         "metrics",
-        &format!(
-            "--vus 1 --iterations 10 --summary-trend-stats avg,min,med,max,count --config {}",
-            config.display()
-        ),
+        &format!("--vus 1 --iterations 10 --summary-trend-stats avg,min,med,max,count {config}"),
     );
     let m = &run.summary["metrics"];
     // n = 0..9: items += n + 1; queue = n + 1; lucky = n % 3 == 0;

@@ -77,6 +77,13 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// The binary under test, with its compile cache inside `target/`.
+/// `--config FILE` for a k6 options object written to a scratch file.
+pub fn options_file(name: &str, options: &serde_json::Value) -> String {
+    let path = scratch(&format!("{name}-options")).join("options.json");
+    std::fs::write(&path, options.to_string()).expect("write the options file");
+    format!("--config {}", path.display())
+}
+
 pub fn wload() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wload"));
     cmd.env(

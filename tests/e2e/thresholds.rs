@@ -8,9 +8,7 @@ use serde_json::json;
 use crate::support::*;
 
 fn thresholds_config(name: &str, thresholds: serde_json::Value) -> String {
-    let path = scratch(&format!("{name}-thresholds")).join("options.json");
-    std::fs::write(&path, json!({ "thresholds": thresholds }).to_string()).unwrap();
-    format!("--config {}", path.display())
+    options_file(name, &json!({ "thresholds": thresholds }))
 }
 
 #[test]
