@@ -265,6 +265,13 @@ impl Conn {
     }
 }
 
+/// Largest read buffer of an HTTP/1.1 connection. hyper grows a
+/// connection's buffer while reads fill it, up to ~400 KiB by default, and
+/// keeps it for the connection's life: with large bodies every keep-alive
+/// connection then pins that much. Bodies are copied out chunk by chunk
+/// anyway, so a smaller buffer costs a few more reads, not copies.
+const READ_BUF_MAX: usize = 64 << 10;
+
 async fn handshake<I>(io: I, proto: Proto) -> Result<Sender, HttpError>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -275,6 +282,7 @@ where
     match proto {
         Proto::Http1 => {
             let (sender, driver) = http1::Builder::new()
+                .max_buf_size(READ_BUF_MAX)
                 .handshake(io)
                 .await
                 .map_err(|e| HttpError::from_hyper(&e))?;
