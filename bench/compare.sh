@@ -104,6 +104,8 @@ guests=$repo/target/guests/wasm32-wasip2/release
 # allows, for us (and so wload and k6) and for nginx.
 ulimit -n "$(ulimit -Hn)"
 nofile=$(ulimit -n)
+# wload raises vm.max_map_count itself when it may (as root); say what it was.
+maps_before=$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo unknown)
 
 # --- nginx ------------------------------------------------------------------
 work=$(mktemp -d /tmp/wload-bench.XXXXXX)
@@ -188,6 +190,13 @@ say "nginx on $base (pid $nginx_pid, core 0); json body $json_bytes bytes"
 runs=$work/runs.tsv
 : >"$runs"
 n=0
+# Connections the kernel dropped because nginx's accept queue was full
+# (thousands of VUs connecting at once): SYNs that wait for a retransmit.
+listen_overflows() {
+  awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 }
+                    else for (i = 2; i <= NF; i++) if (k[i] == "ListenOverflows") print $i }' \
+    /proc/net/netstat 2>/dev/null || echo 0
+}
 run() { # scenario tool vus limit_seconds -- command...
   local scenario=$1 tool=$2 vus=$3 limit=$4
   shift 5
@@ -195,8 +204,10 @@ run() { # scenario tool vus limit_seconds -- command...
   local dir=$work/run$n
   mkdir -p "$dir"
   say "$scenario: $tool, $vus VUs"
+  local overflows=$(listen_overflows)
   (cd "$dir" && /usr/bin/time -f '%e %U %S %M' -o "$dir/time" \
     taskset -c 1 timeout -k 10 "$limit" "$@" >"$dir/stdout" 2>"$dir/stderr") || true
+  echo $(($(listen_overflows) - overflows)) >"$dir/listen_overflows"
   printf '%s\t%s\t%s\t%s\n' "$scenario" "$tool" "$vus" "$dir" >>"$runs"
   sleep 1
 }
@@ -264,7 +275,7 @@ fi
   echo "k6=$("$k6" version | head -1)"
   echo "nginx=$("$nginx_bin" -v 2>&1 | sed 's/.*: //')"
   echo "nofile=$nofile"
-  echo "max_map_count=$(cat /proc/sys/vm/max_map_count)"
+  echo "max_map_count=$maps_before at the start, $(cat /proc/sys/vm/max_map_count 2>/dev/null || echo unknown) at the end"
   echo "duration=$duration"
   echo "k6_max_vus=$k6_max_vus"
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -122,6 +122,10 @@ def load(runs_path):
                 r["fig"]["per_cpu"] = r["fig"]["requests"] / r["cpu"]
             if tool == "wload":
                 r["start"] = started_in(d)
+            try:
+                r["overflows"] = int(open(f"{d}/listen_overflows").read())
+            except (OSError, ValueError):
+                r["overflows"] = None
         runs.append(r)
     return runs
 
@@ -200,16 +204,16 @@ def idle(runs):
     base = {r["tool"]: r["rss"] for r in rows if r["vus"] == 1 and not r.get("skipped")}
     out = [
         "| tool | VUs | started in | iterations/s (ideal) | of ideal | p99 | peak RSS | RSS per VU over 1 VU "
-        "| CPU s / wall s | failed checks |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| CPU s / wall s | failed checks | accept-queue overflows |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.get("skipped"):
-            out.append(f"| {r['tool']} | {num(r['vus'])} | skipped (above BENCH_K6_MAX_VUS) | | | | | | | |")
+            out.append(f"| {r['tool']} | {num(r['vus'])} | skipped (above BENCH_K6_MAX_VUS) | | | | | | | | |")
             continue
         f = r.get("fig")
         if not f:
-            out.append(f"| {r['tool']} | {num(r['vus'])} | refused or failed: {tail(r['dir'], 'stderr')} | | | | | | | |")
+            out.append(f"| {r['tool']} | {num(r['vus'])} | refused or failed: {tail(r['dir'], 'stderr')} | | | | | | | | |")
             continue
         per_vu = None
         if r["vus"] > 1 and base.get(r["tool"]) and r["rss"]:
@@ -220,7 +224,7 @@ def idle(runs):
         out.append(
             f"| {r['tool']} | {num(r['vus'])} | {start} | {num(f['its'])} ({num(r['vus'])}) "
             f"| {100 * f['its'] / r['vus']:.0f}% | {p99} | {size(r['rss'])} | {size(per_vu)} "
-            f"| {num(r['cpu'], 1)} / {num(r['wall'], 1)} | {num(f['checks_failed'])} |"
+            f"| {num(r['cpu'], 1)} / {num(r['wall'], 1)} | {num(f['checks_failed'])} | {num(r['overflows'])} |"
         )
     return out + [""]
 
@@ -263,10 +267,11 @@ def targets(runs):
         out.append(f"| {name} | {measured} | {'yes' if ok else 'no' if ok is not None else '–'} |")
 
     for sc in ("tiny-4", "tiny-100", "100k-4"):
-        w, ref = find(sc, "wload"), find(sc, "wrk")
-        a, b = fig(w, "per_cpu"), fig(ref, "per_cpu")
+        w, ref, k = find(sc, "wload"), find(sc, "wrk"), find(sc, "k6")
+        a, b, c = fig(w, "per_cpu"), fig(ref, "per_cpu"), fig(k, "per_cpu")
         if a and b:
-            row(f"{sc}: req per CPU-s ≥ 0.5× wrk", f"{a / b:.2f}× wrk", a / b >= 0.5)
+            k6_said = f" (k6: {c / b:.2f}×)" if c else ""
+            row(f"{sc}: req per CPU-s ≥ 0.5× wrk", f"{a / b:.2f}× wrk{k6_said}", a / b >= 0.5)
     idle_rows = [r for r in runs if r["scenario"].startswith("sleep-") and r["tool"] == "wload" and r["vus"] > 1]
     for r in idle_rows:
         if r.get("per_vu") is not None:
@@ -295,7 +300,7 @@ def main():
         "",
         f"Machine: {machine.get('nproc')} cores ({machine.get('cpu')}), {machine.get('mem')}, "
         f"{machine.get('kernel')}; open files {machine.get('nofile')}, "
-        f"vm.max_map_count {machine.get('max_map_count')} (after the run).",
+        f"vm.max_map_count {machine.get('max_map_count')}.",
         f"Tools: wload {machine.get('wload')}, {machine.get('wrk')}, {machine.get('oha')}, "
         f"{machine.get('k6')}, nginx {machine.get('nginx')}.",
         f"nginx (1 worker) on core 0, each generator on core 1, {machine.get('duration')} s per run. "
