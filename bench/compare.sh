@@ -106,6 +106,8 @@ ulimit -n "$(ulimit -Hn)"
 nofile=$(ulimit -n)
 # wload raises vm.max_map_count itself when it may (as root); say what it was.
 maps_before=$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo unknown)
+# Other work on the machine takes CPU from the generators: record how much.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- nginx ------------------------------------------------------------------
 work=$(mktemp -d /tmp/wload-bench.XXXXXX)
@@ -275,6 +277,7 @@ fi
   echo "k6=$("$k6" version | head -1)"
   echo "nginx=$("$nginx_bin" -v 2>&1 | sed 's/.*: //')"
   echo "nofile=$nofile"
+  echo "loadavg=$load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
   echo "max_map_count=$maps_before at the start, $(cat /proc/sys/vm/max_map_count 2>/dev/null || echo unknown) at the end"
   echo "duration=$duration"
   echo "k6_max_vus=$k6_max_vus"

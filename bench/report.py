@@ -300,7 +300,8 @@ def main():
         "",
         f"Machine: {machine.get('nproc')} cores ({machine.get('cpu')}), {machine.get('mem')}, "
         f"{machine.get('kernel')}; open files {machine.get('nofile')}, "
-        f"vm.max_map_count {machine.get('max_map_count')}.",
+        f"vm.max_map_count {machine.get('max_map_count')}; load average "
+        f"{machine.get('loadavg')} (other work competes for both cores).",
         f"Tools: wload {machine.get('wload')}, {machine.get('wrk')}, {machine.get('oha')}, "
         f"{machine.get('k6')}, nginx {machine.get('nginx')}.",
         f"nginx (1 worker) on core 0, each generator on core 1, {machine.get('duration')} s per run. "
