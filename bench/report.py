@@ -175,26 +175,29 @@ def throughput(runs, scenario):
 
     keys = ("rps", "per_cpu", "p50_ms", "p99_ms", "rss")
     refs = {k: (ref("wrk", k), ref("k6", k)) for k in keys}
-    out = [
-        f"**{scenario}** ({rows[0]['vus']} connections/VUs)",
-        "",
-        "| tool | req/s | req per CPU-s | p50 | p99 | peak RSS | CPU s | errors / failed checks |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    out = []
     for r in rows:
         f = r.get("fig")
+        head = f"| {scenario} | {r['tool']} | {num(r['vus'])}"
         if not f:
-            out.append(f"| {r['tool']} | failed: {tail(r['dir'], 'stderr')} | | | | | | |")
+            out.append(f"{head} | failed: {tail(r['dir'], 'stderr')} | | | | | | |")
             continue
         ms = lambda x: "–" if x is None else f"{x:.2f} ms"  # noqa: E731
         errors = f.get("errors", f.get("checks_failed", 0))
         out.append(
-            f"| {r['tool']} | {cell(f['rps'], num, refs['rps'])} "
+            f"{head} | {cell(f['rps'], num, refs['rps'])} "
             f"| {cell(f.get('per_cpu'), num, refs['per_cpu'])} "
             f"| {cell(f['p50_ms'], ms, refs['p50_ms'])} | {cell(f['p99_ms'], ms, refs['p99_ms'])} "
             f"| {cell(r['rss'], size, refs['rss'])} | {num(r['cpu'], 1)} | {num(errors)} |"
         )
-    return out + [""]
+    return out
+
+
+THROUGHPUT_HEADER = [
+    "| scenario | tool | connections/VUs | req/s | req per CPU-s | p50 | p99 | peak RSS | CPU s "
+    "| errors / failed checks |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+]
 
 
 def idle(runs):
@@ -308,8 +311,9 @@ def main():
         "Cells: value (ratio to wrk / ratio to k6, same run).",
         "",
     ]
-    for sc in ("tiny-4", "tiny-100", "100k-4"):
-        out += throughput(runs, sc)
+    rows = [row for sc in ("tiny-4", "tiny-100", "100k-4") for row in throughput(runs, sc)]
+    if rows:
+        out += ["**Throughput** (tiny: 5-byte body; 100k: 100 KB body)", ""] + THROUGHPUT_HEADER + rows + [""]
     sleep_rows = idle(runs)
     if sleep_rows:
         out += ["**Idle VUs** (GET + sleep 1 s; ideal iterations/s = VUs)", ""] + sleep_rows
