@@ -24,7 +24,7 @@
 #   BENCH_DURATION   seconds per run (default 10)
 #   BENCH_SLEEP_VUS  idle-VU sizes (default "1000 10000 50000 100000")
 #   BENCH_K6_MAX_VUS largest idle-VU size k6 is run at (default 10000; k6
-#                    needs ~200 KiB and ~1 ms of start-up per VU)
+#                    needs ~180-280 KiB per VU, see docs/BENCHMARKS.md)
 #   BENCH_SKIP       space-separated parts to skip: throughput sleep mixed
 #   BENCH_KEEP=1     keep the run directories (outputs, summaries, nginx's
 #                    error log) and print where they are
@@ -36,7 +36,7 @@ out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="${2:?--out needs a file name}"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | cut -c3-; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

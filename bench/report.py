@@ -12,7 +12,6 @@ figures of the same run of compare.sh.
 """
 
 import json
-import os
 import re
 import sys
 
@@ -200,7 +199,18 @@ THROUGHPUT_HEADER = [
 ]
 
 
-def idle(runs):
+def skip_reason(r, per_vu, machine):
+    """Why k6 was not run at this size, in figures of this run."""
+    why = [f"above BENCH_K6_MAX_VUS={machine.get('k6_max_vus', '?')}"]
+    nofile = int(machine["nofile"]) if machine.get("nofile", "").isdigit() else None
+    if nofile and r["vus"] > nofile:
+        why.append(f"more VUs than the {num(nofile)} open files allowed")
+    if per_vu:
+        why.append(f"~{size(per_vu * r['vus'])} at k6's {size(per_vu)} per VU measured above")
+    return "skipped: " + "; ".join(why)
+
+
+def idle(runs, machine):
     rows = [r for r in runs if r["scenario"].startswith("sleep-")]
     if not rows:
         return []
@@ -212,7 +222,9 @@ def idle(runs):
     ]
     for r in rows:
         if r.get("skipped"):
-            out.append(f"| {r['tool']} | {num(r['vus'])} | skipped (above BENCH_K6_MAX_VUS) | | | | | | | | |")
+            measured = [x.get("per_vu") for x in rows if x["tool"] == r["tool"] and x.get("per_vu")]
+            reason = skip_reason(r, measured[-1] if measured else None, machine)
+            out.append(f"| {r['tool']} | {num(r['vus'])} | {reason} | | | | | | | | |")
             continue
         f = r.get("fig")
         if not f:
@@ -314,7 +326,7 @@ def main():
     rows = [row for sc in ("tiny-4", "tiny-100", "100k-4") for row in throughput(runs, sc)]
     if rows:
         out += ["**Throughput** (tiny: 5-byte body; 100k: 100 KB body)", ""] + THROUGHPUT_HEADER + rows + [""]
-    sleep_rows = idle(runs)
+    sleep_rows = idle(runs, machine)
     if sleep_rows:
         out += ["**Idle VUs** (GET + sleep 1 s; ideal iterations/s = VUs)", ""] + sleep_rows
     mixed_rows = mixed(runs)
