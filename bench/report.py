@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""The tables of bench/compare.sh, in markdown, from its run directories.
+
+Usage: report.py MACHINE RUNS.tsv
+
+MACHINE holds key=value lines (machine and versions); RUNS.tsv one line per
+run: scenario, tool, VUs, and the run's directory (or "skipped"). Each
+directory holds `time` ("elapsed user sys maxrss_kb" from /usr/bin/time),
+`stdout`, `stderr` and, for wload and k6, `summary.json` (k6's
+--summary-export layout, which wload also writes). Every ratio compares
+figures of the same run of compare.sh.
+"""
+
+import json
+import re
+import sys
+
+IDLE_VU_TARGET_KIB = 32
+
+
+def load_time(d):
+    """(CPU seconds, wall seconds, peak RSS bytes) of the generator."""
+    try:
+        elapsed, user, sys_, rss = open(f"{d}/time").read().split()[-4:]
+        return float(user) + float(sys_), float(elapsed), int(rss) * 1024
+    except (OSError, ValueError):
+        return None, None, None
+
+
+def tail(d, name, lines=3):
+    try:
+        text = open(f"{d}/{name}", errors="replace").read()
+    except OSError:
+        return ""
+    # Progress lines end in carriage returns; keep what a terminal would show.
+    rows = [r.split("\r")[-1].strip() for r in text.splitlines()]
+    return " / ".join(r for r in rows if r)[-400:] if lines else text
+
+
+def parse_summary(d):
+    """wload and k6: figures from summary.json, None when the run failed."""
+    try:
+        m = json.load(open(f"{d}/summary.json"))["metrics"]
+    except (OSError, ValueError, KeyError):
+        return None
+    reqs = m.get("http_reqs", {})
+    dur = m.get("http_req_duration", {})
+    checks = m.get("checks", {})
+    it = m.get("iterations", {})
+    return {
+        "requests": reqs.get("count", 0),
+        "rps": reqs.get("rate", 0),
+        "p50_ms": dur.get("med"),
+        "p99_ms": dur.get("p(99)"),
+        "iterations": it.get("count", 0),
+        "its": it.get("rate", 0),
+        "checks_ok": checks.get("passes", 0),
+        "checks_failed": checks.get("fails", 0),
+        "failed_rate": m.get("http_req_failed", {}).get("value"),
+    }
+
+
+def parse_wrk(d):
+    for line in open(f"{d}/stdout", errors="replace"):
+        if line.startswith("WRK_JSON "):
+            w = json.loads(line[len("WRK_JSON "):])
+            secs = w["duration_us"] / 1e6
+            return {
+                "requests": w["requests"],
+                "rps": w["requests"] / secs if secs else 0,
+                "p50_ms": w["p50_us"] / 1e3,
+                "p99_ms": w["p99_us"] / 1e3,
+                "errors": w["errors"],
+            }
+    return None
+
+
+def parse_oha(d):
+    try:
+        o = json.load(open(f"{d}/stdout"))
+    except (OSError, ValueError):
+        return None
+    s = o["summary"]
+    statuses = o.get("statusCodeDistribution", {})
+    # oha aborts the requests in flight at the deadline and lists them as
+    # errors; the other generators simply do not count them.
+    errors = sum(n for e, n in o.get("errorDistribution", {}).items() if "deadline" not in e)
+    lat = o.get("latencyPercentiles", {})
+    requests = sum(statuses.values()) + errors
+    return {
+        "requests": requests,
+        "rps": s.get("requestsPerSec") or requests / s["total"],
+        "p50_ms": lat["p50"] * 1e3 if lat.get("p50") is not None else None,
+        "p99_ms": lat["p99"] * 1e3 if lat.get("p99") is not None else None,
+        "errors": errors,
+    }
+
+
+PARSERS = {"wrk": parse_wrk, "oha": parse_oha, "k6": parse_summary, "wload": parse_summary}
+
+
+def started_in(d):
+    """wload's own "initialized N VUs in T" line, in seconds."""
+    m = re.search(r"initialized \d+ VUs in ([\d.]+) ?(µs|us|ms|s)\b", tail(d, "stderr", 0))
+    if not m:
+        return None
+    return float(m.group(1)) * {"µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1}[m.group(2)]
+
+
+def load(runs_path):
+    runs = []
+    for line in open(runs_path):
+        scenario, tool, vus, d = line.rstrip("\n").split("\t")
+        r = {"scenario": scenario, "tool": tool, "vus": int(vus), "dir": d}
+        if d == "skipped":
+            r["skipped"] = True
+        else:
+            r["cpu"], r["wall"], r["rss"] = load_time(d)
+            r["fig"] = PARSERS[tool](d)
+            if r["fig"] and r["cpu"]:
+                r["fig"]["per_cpu"] = r["fig"]["requests"] / r["cpu"]
+            if tool == "wload":
+                r["start"] = started_in(d)
+            try:
+                r["overflows"] = int(open(f"{d}/listen_overflows").read())
+            except (OSError, ValueError):
+                r["overflows"] = None
+        runs.append(r)
+    return runs
+
+
+def num(x, digits=0):
+    if x is None:
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def size(b):
+    if b is None:
+        return "–"
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= div:
+            return f"{b / div:,.1f} {unit}"
+    return f"{b} B"
+
+
+def secs(s):
+    if s is None:
+        return "–"
+    return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"
+
+
+def ratio(x, ref):
+    if x is None or not ref:
+        return "–"
+    return f"{x / ref:.2f}"
+
+
+def cell(x, fmt, refs):
+    return f"{fmt(x)} ({' / '.join(ratio(x, r) for r in refs)})"
+
+
+def throughput(runs, scenario):
+    rows = [r for r in runs if r["scenario"] == scenario]
+    if not rows:
+        return []
+    get = {r["tool"]: r for r in rows}
+
+    def ref(tool, key):
+        r = get.get(tool)
+        if not r or not r.get("fig"):
+            return None
+        return r["rss"] if key == "rss" else r["fig"].get(key)
+
+    keys = ("rps", "per_cpu", "p50_ms", "p99_ms", "rss")
+    refs = {k: (ref("wrk", k), ref("k6", k)) for k in keys}
+    out = []
+    for r in rows:
+        f = r.get("fig")
+        head = f"| {scenario} | {r['tool']} | {num(r['vus'])}"
+        if not f:
+            out.append(f"{head} | failed: {tail(r['dir'], 'stderr')} | | | | | | |")
+            continue
+        ms = lambda x: "–" if x is None else f"{x:.2f} ms"  # noqa: E731
+        errors = f.get("errors", f.get("checks_failed", 0))
+        out.append(
+            f"{head} | {cell(f['rps'], num, refs['rps'])} "
+            f"| {cell(f.get('per_cpu'), num, refs['per_cpu'])} "
+            f"| {cell(f['p50_ms'], ms, refs['p50_ms'])} | {cell(f['p99_ms'], ms, refs['p99_ms'])} "
+            f"| {cell(r['rss'], size, refs['rss'])} | {num(r['cpu'], 1)} | {num(errors)} |"
+        )
+    return out
+
+
+THROUGHPUT_HEADER = [
+    "| scenario | tool | connections/VUs | req/s | req per CPU-s | p50 | p99 | peak RSS | CPU s "
+    "| errors / failed checks |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+]
+
+
+def skip_reason(r, per_vu, machine):
+    """Why k6 was not run at this size, in figures of this run."""
+    why = [f"above BENCH_K6_MAX_VUS={machine.get('k6_max_vus', '?')}"]
+    nofile = int(machine["nofile"]) if machine.get("nofile", "").isdigit() else None
+    if nofile and r["vus"] > nofile:
+        why.append(f"more VUs than the {num(nofile)} open files allowed")
+    if per_vu:
+        why.append(f"~{size(per_vu * r['vus'])} at k6's {size(per_vu)} per VU measured above")
+    return "skipped: " + "; ".join(why)
+
+
+def idle(runs, machine):
+    rows = [r for r in runs if r["scenario"].startswith("sleep-")]
+    if not rows:
+        return []
+    base = {r["tool"]: r["rss"] for r in rows if r["vus"] == 1 and not r.get("skipped")}
+    out = [
+        "| tool | VUs | started in | iterations/s (ideal) | of ideal | p99 | peak RSS | RSS per VU over 1 VU "
+        "| CPU s / wall s | failed checks | accept-queue overflows |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.get("skipped"):
+            measured = [x.get("per_vu") for x in rows if x["tool"] == r["tool"] and x.get("per_vu")]
+            reason = skip_reason(r, measured[-1] if measured else None, machine)
+            out.append(f"| {r['tool']} | {num(r['vus'])} | {reason} | | | | | | | | |")
+            continue
+        f = r.get("fig")
+        if not f:
+            out.append(f"| {r['tool']} | {num(r['vus'])} | refused or failed: {tail(r['dir'], 'stderr')} | | | | | | | | |")
+            continue
+        per_vu = None
+        if r["vus"] > 1 and base.get(r["tool"]) and r["rss"]:
+            per_vu = (r["rss"] - base[r["tool"]]) / (r["vus"] - 1)
+        r["per_vu"] = per_vu
+        start = secs(r.get("start")) if r["tool"] == "wload" else "not reported"
+        p99 = "–" if f["p99_ms"] is None else f"{f['p99_ms']:,.1f} ms"
+        out.append(
+            f"| {r['tool']} | {num(r['vus'])} | {start} | {num(f['its'])} ({num(r['vus'])}) "
+            f"| {100 * f['its'] / r['vus']:.0f}% | {p99} | {size(r['rss'])} | {size(per_vu)} "
+            f"| {num(r['cpu'], 1)} / {num(r['wall'], 1)} | {num(f['checks_failed'])} | {num(r['overflows'])} |"
+        )
+    return out + [""]
+
+
+def mixed(runs):
+    rows = [r for r in runs if r["scenario"] == "mixed-50"]
+    if not rows:
+        return []
+    k6 = next((r for r in rows if r["tool"] == "k6" and r.get("fig")), None)
+    out = [
+        "| tool | iterations/s (×k6) | req/s | p99 | peak RSS (×k6) | CPU s | checks passed / failed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        f = r.get("fig")
+        if not f:
+            out.append(f"| {r['tool']} | failed: {tail(r['dir'], 'stderr')} | | | | | |")
+            continue
+        its_ref = k6["fig"]["its"] if k6 else None
+        rss_ref = k6["rss"] if k6 else None
+        p99 = "–" if f["p99_ms"] is None else f"{f['p99_ms']:,.1f} ms"
+        out.append(
+            f"| {r['tool']} | {num(f['its'], 1)} ({ratio(f['its'], its_ref)}) | {num(f['rps'])} | {p99} "
+            f"| {size(r['rss'])} ({ratio(r['rss'], rss_ref)}) | {num(r['cpu'], 1)} "
+            f"| {num(f['checks_ok'])} / {num(f['checks_failed'])} |"
+        )
+    return out + [""]
+
+
+def targets(runs):
+    def find(scenario, tool):
+        return next((r for r in runs if r["scenario"] == scenario and r["tool"] == tool), None)
+
+    def fig(r, key):
+        return r["rss"] if key == "rss" else (r.get("fig") or {}).get(key) if r else None
+
+    out = ["| target (issue 6) | measured in this run | holds |", "|---|---|---|"]
+
+    def row(name, measured, ok):
+        out.append(f"| {name} | {measured} | {'yes' if ok else 'no' if ok is not None else '–'} |")
+
+    for sc in ("tiny-4", "tiny-100", "100k-4"):
+        w, ref, k = find(sc, "wload"), find(sc, "wrk"), find(sc, "k6")
+        a, b, c = fig(w, "per_cpu"), fig(ref, "per_cpu"), fig(k, "per_cpu")
+        if a and b:
+            k6_said = f" (k6: {c / b:.2f}×)" if c else ""
+            row(f"{sc}: req per CPU-s ≥ 0.5× wrk", f"{a / b:.2f}× wrk{k6_said}", a / b >= 0.5)
+    idle_rows = [r for r in runs if r["scenario"].startswith("sleep-") and r["tool"] == "wload" and r["vus"] > 1]
+    for r in idle_rows:
+        if r.get("per_vu") is not None:
+            row(f"≤ {IDLE_VU_TARGET_KIB} KiB RSS per idle VU ({num(r['vus'])} VUs)",
+                size(r["per_vu"]), r["per_vu"] <= IDLE_VU_TARGET_KIB * 1024)
+    big = next((r for r in idle_rows if r["vus"] == 100_000), None)
+    if big:
+        ok = bool(big.get("fig")) and big["fig"]["iterations"] > 0
+        row("100,000 VUs", "ran" if ok else f"did not run: {tail(big['dir'], 'stderr')}", ok)
+    ten = next((r for r in idle_rows if r["vus"] == 10_000), None)
+    if ten and ten.get("start") is not None:
+        row("10,000 VUs started in < 1 s", secs(ten["start"]), ten["start"] < 1)
+    w, k = find("mixed-50", "wload"), find("mixed-50", "k6")
+    if w and k and w.get("fig") and k.get("fig"):
+        row("mixed: peak RSS ≤ 0.25× k6", f"{w['rss'] / k['rss']:.2f}× k6", w["rss"] <= 0.25 * k["rss"])
+        row("mixed: throughput ≥ k6", f"{w['fig']['its'] / k['fig']['its']:.2f}× k6 (iterations/s)",
+            w["fig"]["its"] >= k["fig"]["its"])
+    return out + [""]
+
+
+def main():
+    machine = dict(line.rstrip("\n").split("=", 1) for line in open(sys.argv[1]) if "=" in line)
+    runs = load(sys.argv[2])
+    out = [
+        f"## bench/compare.sh, {machine.get('date')}",
+        "",
+        f"Machine: {machine.get('nproc')} cores ({machine.get('cpu')}), {machine.get('mem')}, "
+        f"{machine.get('kernel')}; open files {machine.get('nofile')}, "
+        f"vm.max_map_count {machine.get('max_map_count')}; load average "
+        f"{machine.get('loadavg')} (other work competes for both cores).",
+        f"Tools: wload {machine.get('wload')}, {machine.get('wrk')}, {machine.get('oha')}, "
+        f"{machine.get('k6')}, nginx {machine.get('nginx')}.",
+        f"nginx (1 worker) on core 0, each generator on core 1, {machine.get('duration')} s per run. "
+        "Cells: value (ratio to wrk / ratio to k6, same run).",
+        "",
+    ]
+    rows = [row for sc in ("tiny-4", "tiny-100", "100k-4") for row in throughput(runs, sc)]
+    if rows:
+        out += ["**Throughput** (tiny: 5-byte body; 100k: 100 KB body)", ""] + THROUGHPUT_HEADER + rows + [""]
+    sleep_rows = idle(runs, machine)
+    if sleep_rows:
+        out += ["**Idle VUs** (GET + sleep 1 s; ideal iterations/s = VUs)", ""] + sleep_rows
+    mixed_rows = mixed(runs)
+    if mixed_rows:
+        out += ["**mixed-50** (per iteration: 5 B, 100 KB, 1 MB, gzip JSON, /r/3 redirect chain, batch of 3)",
+                ""] + mixed_rows
+    out += ["**Targets**", ""] + targets(runs)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
