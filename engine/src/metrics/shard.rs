@@ -189,10 +189,7 @@ impl Recorder {
         agg.spares.resize_with(shards.len(), ShardMap::default);
         for (shard, spare) in shards.iter().zip(agg.spares.iter_mut()) {
             // Hold the recording thread up only for the swap.
-            std::mem::swap(
-                &mut *shard.lock().unwrap_or_else(|e| e.into_inner()),
-                spare,
-            );
+            std::mem::swap(&mut *shard.lock().unwrap_or_else(|e| e.into_inner()), spare);
             for (tags, slots) in spare.iter_mut() {
                 for (metric, sink) in slots.iter_mut().enumerate() {
                     let Some(sink) = sink else { continue };
@@ -372,7 +369,9 @@ mod tests {
                 }
             }
             // A snapshot between drains sees the undrained samples too.
-            let n = (1..=round + 1).map(|r| 2 * ((r - 1) * 100 + 1)).sum::<u64>();
+            let n = (1..=round + 1)
+                .map(|r| 2 * ((r - 1) * 100 + 1))
+                .sum::<u64>();
             assert_eq!(counter(rec.snapshot().metric(Builtin::HttpReqs.id())).1, n);
             drained.push(rec.drain());
         }
