@@ -236,7 +236,12 @@ pub struct Scenario {
 impl Scenario {
     /// A VU of this scenario became active (counted here and run-wide).
     pub fn vu_active(&self) {
-        self.run.progress.active_vus.fetch_add(1, Ordering::Relaxed);
+        let p = &self.run.progress;
+        let now = p.active_vus.fetch_add(1, Ordering::Relaxed) + 1;
+        // A load first: the shared line is only written on a new peak.
+        if now > p.peak_vus.load(Ordering::Relaxed) {
+            p.peak_vus.fetch_max(now, Ordering::Relaxed);
+        }
         self.active_vus.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -46,6 +46,7 @@ impl Live {
                 let mut metrics_len = metrics.len();
                 let mut metrics = metrics;
                 let mut ticks = 1u32;
+                let mut sampled = false;
                 loop {
                     let next = started + interval * ticks;
                     let wait = next.saturating_duration_since(Instant::now());
@@ -57,9 +58,18 @@ impl Live {
                     ticks = (ticks + 1).max(
                         (started.elapsed().as_nanos() / interval.as_nanos().max(1)) as u32 + 1,
                     );
-                    if !last {
-                        let active = ctl.progress.active_vus.load(Ordering::Relaxed);
-                        recorder.record(&vus, &[(Builtin::Vus.id(), f64::from(active))]);
+                    // The `vus` gauge, sampled each interval as k6 does each
+                    // second; a run shorter than one interval gets its peak
+                    // (at the end, every VU is idle).
+                    let p = &ctl.progress;
+                    let active = match (last, sampled) {
+                        (false, _) => Some(p.active_vus.load(Ordering::Relaxed)),
+                        (true, false) => Some(p.peak_vus.load(Ordering::Relaxed)),
+                        (true, true) => None,
+                    };
+                    if let Some(n) = active {
+                        recorder.record(&vus, &[(Builtin::Vus.id(), f64::from(n))]);
+                        sampled = true;
                     }
                     let drained = recorder.drain();
                     // Guests may define metrics during the run.

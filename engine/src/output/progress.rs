@@ -48,7 +48,7 @@ impl ScenarioProgress {
 }
 
 /// The last interval's figures of one scenario.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Window {
     requests: f64,
     failed: (u64, u64),
@@ -67,6 +67,9 @@ pub struct Display {
     /// Lines of the last in-place drawing, to move back over.
     drawn: usize,
     next_plain: Duration,
+    /// The previous full interval, shown instead of a last one that is
+    /// too short to give meaningful rates.
+    previous: Option<(Vec<Window>, f64)>,
 }
 
 impl Display {
@@ -88,13 +91,21 @@ impl Display {
             tty: std::io::stderr().is_terminal(),
             drawn: 0,
             next_plain: PLAIN_EVERY,
+            previous: None,
         }
     }
 
     /// Take in one interval's aggregates and redraw (on a terminal), or
     /// print plain lines when due or when `last`.
     pub fn update(&mut self, view: &IntervalView, last: bool) {
-        let windows = self.take(view);
+        let mut windows = self.take(view);
+        let mut seconds = view.seconds();
+        match &self.previous {
+            Some((w, s)) if last && seconds < s / 2.0 => {
+                (windows, seconds) = (w.clone(), *s);
+            }
+            _ => self.previous = Some((windows.clone(), seconds)),
+        }
         if self.quiet {
             return;
         }
@@ -105,7 +116,7 @@ impl Display {
         while self.next_plain <= elapsed {
             self.next_plain += PLAIN_EVERY;
         }
-        let lines = self.lines(elapsed, &windows, view.seconds());
+        let lines = self.lines(elapsed, &windows, seconds);
         let mut out = String::new();
         if self.tty && self.drawn > 0 {
             let _ = write!(out, "\x1b[{}A", self.drawn);
