@@ -42,9 +42,7 @@ impl Live {
             .name("wload-aggregate".into())
             .spawn(move || {
                 let vus = untagged();
-                let metrics = recorder.registry().all();
-                let mut metrics_len = metrics.len();
-                let mut metrics = metrics;
+                let mut metrics = recorder.registry().all();
                 let mut ticks = 1u32;
                 let mut sampled = false;
                 loop {
@@ -77,10 +75,9 @@ impl Live {
                         .series
                         .series
                         .keys()
-                        .any(|(id, _)| *id as usize >= metrics_len)
+                        .any(|(id, _)| *id as usize >= metrics.len())
                     {
                         metrics = recorder.registry().all();
-                        metrics_len = metrics.len();
                     }
                     let start = drained.start.saturating_sub(offset).as_secs_f64();
                     let end = drained.end.saturating_sub(offset).as_secs_f64();

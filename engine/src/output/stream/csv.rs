@@ -60,35 +60,44 @@ impl Output for CsvOut {
                 def.kind.as_str().to_owned(),
                 cell(&tags.join("&")),
             ];
-            // count, sum, rate, value, passes, fails, then the trend stats.
+            // The cells after `tags`, by column name.
             let mut rest = vec![String::new(); 6 + TREND_COLUMNS.len()];
+            let mut set = |column: &str, value: String| {
+                let i = COLUMNS[6..]
+                    .iter()
+                    .chain(TREND_COLUMNS.iter())
+                    .position(|c| *c == column)
+                    .expect("a known column");
+                rest[i] = value;
+            };
             match sink {
                 Sink::Counter { sum, count } => {
-                    rest[0] = count.to_string();
-                    rest[1] = num(*sum);
+                    set("count", count.to_string());
+                    set("sum", num(*sum));
                     let secs = view.seconds();
-                    rest[2] = num(if secs > 0.0 { sum / secs } else { 0.0 });
+                    set("rate", num(if secs > 0.0 { sum / secs } else { 0.0 }));
                 }
                 Sink::Gauge { last, min, max, .. } => {
-                    rest[3] = num(*last);
-                    rest[6 + 1] = num(*min);
-                    rest[6 + 3] = num(*max);
+                    set("value", num(*last));
+                    set("min", num(*min));
+                    set("max", num(*max));
                 }
                 Sink::Rate { trues, total } => {
-                    rest[0] = total.to_string();
-                    rest[2] = num(if *total == 0 {
+                    set("count", total.to_string());
+                    let rate = if *total == 0 {
                         0.0
                     } else {
                         *trues as f64 / *total as f64
-                    });
-                    rest[4] = trues.to_string();
-                    rest[5] = (total - trues).to_string();
+                    };
+                    set("rate", num(rate));
+                    set("passes", trues.to_string());
+                    set("fails", (total - trues).to_string());
                 }
                 Sink::Trend(t) => {
-                    rest[0] = t.count.to_string();
-                    rest[1] = num(t.sum);
-                    for (i, stat) in TREND_COLUMNS.iter().enumerate() {
-                        rest[6 + i] = num(trend_stat(t, stat));
+                    set("count", t.count.to_string());
+                    set("sum", num(t.sum));
+                    for stat in TREND_COLUMNS {
+                        set(stat, num(trend_stat(t, stat)));
                     }
                 }
             }
@@ -102,5 +111,18 @@ impl Output for CsvOut {
     fn finish(&mut self) -> Result<()> {
         self.out.flush()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_with_separators_are_quoted() {
+        assert_eq!(cell("plain"), "plain");
+        assert_eq!(cell("a,b"), "\"a,b\"");
+        assert_eq!(cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(cell("two\nlines"), "\"two\nlines\"");
     }
 }
