@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
@@ -23,7 +23,10 @@ use crate::host::{self, RunShared, VuScenario, VuState};
 use crate::http::{BodyPool, Client, ClientConfig};
 use crate::metrics::threshold::{self, Threshold};
 use crate::metrics::{Builtin, Recorder, Registry, TagSet};
-use crate::output::{Report, format, progress};
+use crate::output::live::Live;
+use crate::output::progress::{self, Display, ScenarioProgress};
+use crate::output::stream::{OutSpec, Outputs};
+use crate::output::{Report, format};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
 
 /// Exit codes, shared with k6 where k6 has one.
@@ -99,6 +102,10 @@ pub struct RunOptions {
     pub cache: Cache,
     pub segment: Segment,
     pub quiet: bool,
+    /// `--out` files, written every `out_interval`.
+    pub outputs: Vec<OutSpec>,
+    /// The aggregation interval of the outputs and the progress display.
+    pub out_interval: Duration,
 }
 
 /// A finished run.
@@ -274,7 +281,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let next_id = Arc::new(AtomicU32::new(1));
     let init = Instant::now();
     let mut prepared = Vec::with_capacity(options.scenarios.len());
+    let mut bars = Vec::with_capacity(options.scenarios.len());
     for config in &options.scenarios {
+        let active_vus = Arc::new(AtomicU32::new(0));
+        bars.push(ScenarioProgress::new(config, &seg, active_vus.clone()));
         let factory = VuFactory {
             pre: vu_pre.clone(),
             sandbox: pool.clone(),
@@ -293,10 +303,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         for _ in 0..initial {
             vus.push(factory.create().await?);
         }
-        prepared.push((config.clone(), factory, vus));
+        prepared.push((config.clone(), factory, vus, active_vus));
     }
     let vu_start = init.elapsed();
-    let initial_vus: usize = prepared.iter().map(|(_, _, v)| v.len()).sum();
+    let initial_vus: usize = prepared.iter().map(|(_, _, v, _)| v.len()).sum();
     let untagged = untagged();
     recorder.record(&untagged, &[(Builtin::VusMax.id(), f64::from(max_vus))]);
 
@@ -324,14 +334,16 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .unwrap_or_default();
     let trace_task = std::env::var_os("WLOAD_VUS_TRACE")
         .map(|path| tokio::spawn(progress::trace_vus(ctl.clone(), path.into())));
-    let progress_task = tokio::spawn(progress::run(
-        ctl.clone(),
-        recorder.clone(),
-        run_for,
-        max_vus,
-        opts.quiet,
-    ));
+    let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
     let started = Instant::now();
+    let display = Display::new(ctl.clone(), bars, started, run_for, max_vus, opts.quiet);
+    let live = Live::start(
+        recorder.clone(),
+        ctl.clone(),
+        outputs,
+        display,
+        opts.out_interval,
+    )?;
     let abort_task = options.thresholds.iter().any(|t| t.abort_on_fail).then(|| {
         tokio::spawn(watch_thresholds(
             options.thresholds.clone(),
@@ -341,23 +353,22 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         ))
     });
     let mut scenarios = tokio::task::JoinSet::new();
-    for (config, factory, vus) in prepared {
+    for (config, factory, vus, active_vus) in prepared {
         let scenario = Scenario {
             factory,
             run: ctl.clone(),
             stop: Arc::new(StopSignal::default()),
             graceful_stop: config.graceful_stop,
             segment: seg,
+            active_vus,
         };
         scenarios.spawn(async move { executor::run_scenario(&config, scenario, vus).await });
     }
     executor::join_all(&mut scenarios, &ctl).await;
     let elapsed = started.elapsed();
-    progress_task.abort();
     for task in [trace_task, abort_task].into_iter().flatten() {
         task.abort();
     }
-    progress::finish(opts.quiet);
 
     // teardown: runs even after Ctrl-C, unless the run was hard-stopped.
     if !ctl.hard_stopped() {
@@ -380,6 +391,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         }
     }
     interrupt.abort();
+    // The last interval (teardown included) goes to the outputs too.
+    live.finish()?;
     if ctl.aborted.load(Ordering::Relaxed) {
         exit_code = exit::ABORTED;
     }

@@ -11,4 +11,5 @@ mod executors;
 mod http;
 mod languages;
 mod load;
+mod outputs;
 mod results;

@@ -18,8 +18,9 @@ use crate::config;
 use crate::demo::{HELLO_WASM, server::TargetServer};
 use crate::executor::{Segment, parse_duration};
 use crate::http::{ClientConfig, TlsOptions};
-use crate::output::{export, summary};
-use crate::run::{self, RunOptions, TestSource};
+use crate::output::stream::OutSpec;
+use crate::output::{export, merge, summary};
+use crate::run::{self, ExitError, RunOptions, TestSource, exit};
 use crate::sandbox::{Sandbox, SandboxLimits};
 
 #[derive(Debug, Parser)]
@@ -63,6 +64,21 @@ enum Command {
         /// Stop after this long (default: until Ctrl-C).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
+    },
+    /// Merge the `--out hdr=FILE` interval logs of several runs or machines
+    /// into one summary per trend metric and tag set (exact: histograms
+    /// add without loss).
+    Merge {
+        /// The interval logs.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Also write the merged summary as JSON (the layout of `wload run
+        /// --summary-export`, plus one entry per tag set).
+        #[arg(long, value_name = "FILE")]
+        summary_export: Option<PathBuf>,
+        /// Statistics per trend (default count,avg,min,med,max,p(90),p(95),p(99)).
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        summary_trend_stats: Vec<String>,
     },
     /// Start a built-in target server on 127.0.0.1 and load it with the
     /// bundled example test (10 VUs for 10s unless told otherwise).
@@ -119,6 +135,14 @@ struct LoadArgs {
     /// No progress output.
     #[arg(short, long)]
     quiet: bool,
+    /// Stream results to a file, repeatable: json=FILE (JSON lines),
+    /// csv=FILE, hdr=FILE (HdrHistogram interval log of every trend; see
+    /// `wload merge`). One line per interval and metric/tag set.
+    #[arg(long = "out", short = 'o', value_name = "KIND=FILE")]
+    out: Vec<String>,
+    /// Aggregation interval of --out and of the live progress.
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
+    out_interval: Duration,
     /// Memory limit of each VU's instance, e.g. 64MiB, 1GiB.
     #[arg(long, default_value = "64MiB", value_parser = parse_size, env = "WLOAD_VU_MEMORY")]
     vu_memory: u64,
@@ -338,6 +362,23 @@ impl LoadArgs {
     }
 
     fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> Result<RunOptions> {
+        let invalid = |message: String| ExitError {
+            code: exit::INVALID_CONFIG,
+            message,
+        };
+        let outputs = self
+            .out
+            .iter()
+            .map(|s| OutSpec::parse(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        if self.out_interval < Duration::from_millis(10) {
+            return Err(invalid(format!(
+                "invalid --out-interval {:?}: use at least 10ms, e.g. 1s",
+                self.out_interval
+            ))
+            .into());
+        }
         let mut env: HashMap<String, String> = extra_env.iter().cloned().collect();
         env.extend(self.env.iter().cloned());
         Ok(RunOptions {
@@ -358,6 +399,8 @@ impl LoadArgs {
                 Cache::new(Cache::default_dir())
             },
             quiet: self.quiet,
+            outputs,
+            out_interval: self.out_interval,
         })
     }
 }
@@ -420,6 +463,33 @@ pub async fn main() -> Result<u8> {
                 server.stats.connections(),
                 server.stats.max_open_connections()
             );
+            Ok(0)
+        }
+        Command::Merge {
+            files,
+            summary_export,
+            summary_trend_stats,
+        } => {
+            let stats = if summary_trend_stats.is_empty() {
+                merge::default_stats()
+            } else {
+                crate::output::parse_trend_stats(&summary_trend_stats).map_err(|e| ExitError {
+                    code: exit::INVALID_CONFIG,
+                    message: format!("invalid --summary-trend-stats: {e}"),
+                })?
+            };
+            let merged = merge::merge(&files, stats)?;
+            let text = merge::render(&merged);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            if let Some(path) = &summary_export {
+                let json = merge::to_json(&merged);
+                let text =
+                    serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
+                std::fs::write(path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
             Ok(0)
         }
         Command::Compile { test, output } => {

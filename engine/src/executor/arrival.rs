@@ -152,7 +152,6 @@ fn schedule(
 /// iteration it is handed, repeat until the scenario stops.
 async fn worker(mut vu: Vu, sc: Arc<Scenario>, idle: Idle, dropped: Dropped) {
     let (tx, mut rx) = mpsc::channel::<Instant>(1);
-    let progress = &sc.run.progress;
     let rec = sc.factory.shared.recorder.clone();
     let tags = sc.factory.scenario.tags.clone();
     loop {
@@ -187,9 +186,9 @@ async fn worker(mut vu: Vu, sc: Arc<Scenario>, idle: Idle, dropped: Dropped) {
             _ = sc.wait_stopping() => break,
         };
         let lateness = Instant::now().saturating_duration_since(at);
-        progress.active_vus.fetch_add(1, Ordering::Relaxed);
+        sc.vu_active();
         let outcome = iterate(&mut vu, &sc, Some(lateness), std::future::pending()).await;
-        progress.active_vus.fetch_sub(1, Ordering::Relaxed);
+        sc.vu_idle();
         if outcome == Outcome::Interrupted {
             break;
         }

@@ -87,6 +87,9 @@ pub struct Progress {
     pub interrupted: AtomicU64,
     pub dropped: AtomicU64,
     pub active_vus: AtomicU32,
+    /// The most VUs active at once so far: the `vus` gauge of a run
+    /// shorter than one sampling interval.
+    pub peak_vus: AtomicU32,
 }
 
 /// What the whole run shares: its stop signal, progress and failures.

@@ -228,9 +228,29 @@ pub struct Scenario {
     pub stop: Arc<StopSignal>,
     pub graceful_stop: Duration,
     pub segment: Segment,
+    /// This scenario's VUs in an iteration or a loop (the progress
+    /// display's per-scenario count; the run's total is in `run.progress`).
+    pub active_vus: Arc<AtomicU32>,
 }
 
 impl Scenario {
+    /// A VU of this scenario became active (counted here and run-wide).
+    pub fn vu_active(&self) {
+        let p = &self.run.progress;
+        let now = p.active_vus.fetch_add(1, Ordering::Relaxed) + 1;
+        // A load first: the shared line is only written on a new peak.
+        if now > p.peak_vus.load(Ordering::Relaxed) {
+            p.peak_vus.fetch_max(now, Ordering::Relaxed);
+        }
+        self.active_vus.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A VU of this scenario stopped being active.
+    pub fn vu_idle(&self) {
+        self.run.progress.active_vus.fetch_sub(1, Ordering::Relaxed);
+        self.active_vus.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// Neither the run nor this scenario is stopping.
     pub fn running(&self) -> bool {
         !self.stop.stopping() && !self.run.stopping()
@@ -308,13 +328,13 @@ pub async fn iterate(
 /// The closed-model loop: iterate while the scenario runs and `may_start`
 /// allows.
 pub async fn vu_loop(mut vu: Vu, sc: Arc<Scenario>, may_start: impl Fn(&Vu) -> bool) -> Vu {
-    sc.run.progress.active_vus.fetch_add(1, Ordering::Relaxed);
+    sc.vu_active();
     while sc.running() && may_start(&vu) {
         if iterate(&mut vu, &sc, None, std::future::pending()).await == Outcome::Interrupted {
             break;
         }
     }
-    sc.run.progress.active_vus.fetch_sub(1, Ordering::Relaxed);
+    sc.vu_idle();
     vu
 }
 

@@ -5,7 +5,6 @@
 //! `gracefulRampDown`.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -148,7 +147,6 @@ async fn ramped_vu(
     mut target: watch::Receiver<u32>,
     ramp_down: Duration,
 ) -> Vu {
-    let progress = &sc.run.progress;
     loop {
         // Wait to be included in the plan.
         tokio::select! {
@@ -156,7 +154,7 @@ async fn ramped_vu(
             _ = sc.wait_stopping() => break,
             r = target.wait_for(|t| *t > index) => if r.is_err() { break },
         }
-        progress.active_vus.fetch_add(1, Ordering::Relaxed);
+        sc.vu_active();
         while sc.running() && *target.borrow() > index {
             let mut rx = target.clone();
             let cut = async move {
@@ -167,7 +165,7 @@ async fn ramped_vu(
                 break;
             }
         }
-        progress.active_vus.fetch_sub(1, Ordering::Relaxed);
+        sc.vu_idle();
         if !sc.running() {
             break;
         }

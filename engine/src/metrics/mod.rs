@@ -2,9 +2,11 @@
 //! samples are recorded into.
 //!
 //! The request path records into a per-thread [`shard`] (a mutex only its
-//! own thread takes, except at merge time), never into shared state; the
-//! run merges the shards off the hot path into a [`Snapshot`] that the
-//! output modules summarise. Trends are HdrHistograms, so snapshots from
+//! own thread takes, except for a swap at each drain), never into shared
+//! state; once per output interval the run drains the shards off the hot
+//! path into an [`Interval`] for the streaming outputs and the progress
+//! display, and into run-wide totals, read as a [`Snapshot`] that the
+//! summary and the thresholds use. Trends are HdrHistograms, so snapshots from
 //! threads (and later machines) merge exactly.
 
 mod registry;
@@ -14,6 +16,6 @@ mod tags;
 pub mod threshold;
 
 pub use registry::{Builtin, MetricDef, MetricId, MetricKind, Registry, ValueKind};
-pub use shard::{Recorder, Snapshot};
+pub use shard::{Interval, Recorder, Snapshot};
 pub use sink::{Sink, TrendSink};
 pub use tags::{TagSet, Tags};

@@ -88,6 +88,52 @@ impl TrendSink {
         }
     }
 
+    /// A trend rebuilt from a histogram of scaled values alone (an
+    /// `--out hdr` log): count, sum, min and max come from the histogram,
+    /// so they are exact to its precision rather than exact.
+    pub fn from_histogram(hist: Histogram<u64>, is_time: bool) -> TrendSink {
+        let scale = if is_time { TIME_SCALE } else { PLAIN_SCALE };
+        let count = hist.len();
+        let (sum, min, max) = if count == 0 {
+            (0.0, f64::INFINITY, f64::NEG_INFINITY)
+        } else {
+            (
+                hist.mean() * count as f64 / scale,
+                hist.min() as f64 / scale,
+                hist.max() as f64 / scale,
+            )
+        };
+        TrendSink {
+            count,
+            sum,
+            min,
+            max,
+            scale,
+            hist,
+        }
+    }
+
+    /// The histogram of scaled values (nanoseconds for time trends,
+    /// thousandths for plain ones).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+
+    /// Whether values are milliseconds recorded as nanoseconds.
+    pub fn is_time(&self) -> bool {
+        self.scale == TIME_SCALE
+    }
+
+    /// Empty the sink, keeping the histogram's allocation for the next
+    /// interval.
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.sum = 0.0;
+        self.min = f64::INFINITY;
+        self.max = f64::NEG_INFINITY;
+        self.hist.reset();
+    }
+
     pub fn merge(&mut self, other: &TrendSink) {
         self.count += other.count;
         self.sum += other.sum;
@@ -201,6 +247,28 @@ impl Sink {
             (Sink::Trend(a), Sink::Trend(b)) => a.merge(b),
             // One metric id has one kind for the whole run.
             _ => {}
+        }
+    }
+
+    /// Empty the sink for the next interval (a trend keeps its
+    /// histogram's allocation).
+    pub fn reset(&mut self) {
+        match self {
+            Sink::Trend(t) => t.reset(),
+            Sink::Counter { sum, count } => {
+                *sum = 0.0;
+                *count = 0;
+            }
+            Sink::Gauge { last, min, max, at } => {
+                *last = 0.0;
+                *min = f64::INFINITY;
+                *max = f64::NEG_INFINITY;
+                *at = 0;
+            }
+            Sink::Rate { trues, total } => {
+                *trues = 0;
+                *total = 0;
+            }
         }
     }
 

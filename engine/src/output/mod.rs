@@ -1,11 +1,16 @@
 //! Output: the end-of-test summary in the terminal and the JSON export
 //! (`--summary-export`), both built from a [`Report`]: the merged metrics
-//! of a run and what the run knows about itself.
+//! of a run and what the run knows about itself; during the run, the
+//! per-interval streaming outputs (`--out`) and the progress display, fed
+//! by the aggregation thread ([`live`]); and `wload merge` of hdr logs.
 
 pub mod export;
 pub mod format;
 pub mod groups;
+pub mod live;
+pub mod merge;
 pub mod progress;
+pub mod stream;
 pub mod summary;
 
 use std::time::Duration;

@@ -1,61 +1,249 @@
-//! Live progress while the run goes: one line updated in place on a
-//! terminal, a plain line every ten seconds otherwise (CI logs). It also
-//! samples the `vus` gauge each second, as k6 does.
+//! Live progress while the run goes, fed by the interval aggregates of
+//! the aggregation thread (see [`super::live`]): on a terminal, a status
+//! line and one bar per scenario, redrawn in place each interval (elapsed
+//! / total, VUs, iterations, and over the last interval req/s, the
+//! http_req_failed rate and the p95 of http_req_duration); otherwise (CI
+//! logs) the same lines as plain text every ten seconds and at the end.
+//! `--quiet` silences it.
 
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::executor::vu::untagged;
 use crate::executor::{RunControl, ScenarioConfig, Segment};
-use crate::metrics::{Builtin, Recorder};
+use crate::metrics::{Builtin, Sink, TrendSink};
 
-use super::format::duration_short;
+use super::format::{duration_short, millis, number};
+use super::stream::IntervalView;
 
-/// Runs until aborted.
-pub async fn run(
+/// How often plain (non-terminal) progress is printed.
+const PLAIN_EVERY: Duration = Duration::from_secs(10);
+/// Width of a scenario's bar, in characters.
+const BAR: usize = 24;
+
+/// One scenario as the display knows it.
+pub struct ScenarioProgress {
+    pub name: String,
+    /// When it starts and how long it may run (without gracefulStop).
+    pub start_time: Duration,
+    pub duration: Duration,
+    pub max_vus: u32,
+    pub active_vus: Arc<AtomicU32>,
+    iterations: u64,
+}
+
+impl ScenarioProgress {
+    pub fn new(config: &ScenarioConfig, seg: &Segment, active_vus: Arc<AtomicU32>) -> Self {
+        ScenarioProgress {
+            name: config.name.clone(),
+            start_time: config.start_time,
+            duration: config.executor.max_duration(),
+            max_vus: config.executor.max_vus(seg),
+            active_vus,
+            iterations: 0,
+        }
+    }
+}
+
+/// The last interval's figures of one scenario.
+#[derive(Default, Clone)]
+struct Window {
+    requests: f64,
+    failed: (u64, u64),
+    duration: Option<TrendSink>,
+}
+
+/// The progress display of a run.
+pub struct Display {
     ctl: Arc<RunControl>,
-    rec: Arc<Recorder>,
+    scenarios: Vec<ScenarioProgress>,
+    started: Instant,
     total: Duration,
     max_vus: u32,
     quiet: bool,
-) {
-    let tty = std::io::stderr().is_terminal();
-    let started = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let tags = untagged();
-    let mut n = 0u64;
-    loop {
-        tick.tick().await;
-        let p = &ctl.progress;
-        let active = p.active_vus.load(Ordering::Relaxed);
-        rec.record(&tags, &[(Builtin::Vus.id(), f64::from(active))]);
-        n += 1;
-        if quiet || (!tty && !n.is_multiple_of(10)) {
-            continue;
+    tty: bool,
+    /// Lines of the last in-place drawing, to move back over.
+    drawn: usize,
+    next_plain: Duration,
+    /// The previous full interval, shown instead of a last one that is
+    /// too short to give meaningful rates.
+    previous: Option<(Vec<Window>, f64)>,
+}
+
+impl Display {
+    pub fn new(
+        ctl: Arc<RunControl>,
+        scenarios: Vec<ScenarioProgress>,
+        started: Instant,
+        total: Duration,
+        max_vus: u32,
+        quiet: bool,
+    ) -> Display {
+        Display {
+            ctl,
+            scenarios,
+            started,
+            total,
+            max_vus,
+            quiet,
+            tty: std::io::stderr().is_terminal(),
+            drawn: 0,
+            next_plain: PLAIN_EVERY,
+            previous: None,
         }
-        let line = format!(
-            "running ({}/{}), {active}/{max_vus} VUs, {} complete and {} interrupted iterations{}{}",
-            clock(started.elapsed()),
-            clock(total),
+    }
+
+    /// Take in one interval's aggregates and redraw (on a terminal), or
+    /// print plain lines when due or when `last`.
+    pub fn update(&mut self, view: &IntervalView, last: bool) {
+        let mut windows = self.take(view);
+        let mut seconds = view.seconds();
+        match &self.previous {
+            Some((w, s)) if last && seconds < s / 2.0 => {
+                (windows, seconds) = (w.clone(), *s);
+            }
+            _ => self.previous = Some((windows.clone(), seconds)),
+        }
+        if self.quiet {
+            return;
+        }
+        let elapsed = self.started.elapsed();
+        if !self.tty && !last && elapsed < self.next_plain {
+            return;
+        }
+        while self.next_plain <= elapsed {
+            self.next_plain += PLAIN_EVERY;
+        }
+        let lines = self.lines(elapsed, &windows, seconds);
+        let mut out = String::new();
+        if self.tty && self.drawn > 0 {
+            let _ = write!(out, "\x1b[{}A", self.drawn);
+        }
+        for line in &lines {
+            if self.tty {
+                let _ = writeln!(out, "\r\x1b[2K{line}");
+            } else {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        self.drawn = lines.len();
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(out.as_bytes());
+        let _ = err.flush();
+    }
+
+    /// Fold the interval into per-scenario windows and iteration totals.
+    fn take(&mut self, view: &IntervalView) -> Vec<Window> {
+        let mut windows: Vec<Window> = self.scenarios.iter().map(|_| Window::default()).collect();
+        for ((id, tags), sink) in &view.interval.series.series {
+            let Some(i) = tags
+                .get("scenario")
+                .and_then(|name| self.scenarios.iter().position(|s| s.name == name))
+            else {
+                continue;
+            };
+            let w = &mut windows[i];
+            match (*id, sink) {
+                (id, Sink::Counter { sum, .. }) if id == Builtin::Iterations.id() => {
+                    self.scenarios[i].iterations += *sum as u64;
+                }
+                (id, Sink::Counter { sum, .. }) if id == Builtin::HttpReqs.id() => {
+                    w.requests += sum;
+                }
+                (id, Sink::Rate { trues, total }) if id == Builtin::HttpReqFailed.id() => {
+                    w.failed.0 += trues;
+                    w.failed.1 += total;
+                }
+                (id, Sink::Trend(t)) if id == Builtin::HttpReqDuration.id() => {
+                    match &mut w.duration {
+                        Some(d) => d.merge(t),
+                        None => w.duration = Some(t.clone()),
+                    }
+                }
+                _ => {}
+            }
+        }
+        windows
+    }
+
+    fn lines(&self, elapsed: Duration, windows: &[Window], seconds: f64) -> Vec<String> {
+        let p = &self.ctl.progress;
+        let mut lines = vec![format!(
+            "running ({}/{}), {}/{} VUs, {} complete and {} interrupted iterations{}{}",
+            clock(elapsed),
+            clock(self.total),
+            p.active_vus.load(Ordering::Relaxed),
+            self.max_vus,
             p.completed.load(Ordering::Relaxed) + p.failed.load(Ordering::Relaxed),
             p.interrupted.load(Ordering::Relaxed),
             match p.dropped.load(Ordering::Relaxed) {
                 0 => String::new(),
                 n => format!(", {n} dropped"),
             },
-            if ctl.stopping() { " (stopping)" } else { "" },
-        );
-        let mut err = std::io::stderr().lock();
-        if tty {
-            let _ = write!(err, "\r\x1b[2K{line}");
-        } else {
-            let _ = writeln!(err, "{line}");
+            if self.ctl.stopping() {
+                " (stopping)"
+            } else {
+                ""
+            },
+        )];
+        let width = self
+            .scenarios
+            .iter()
+            .map(|s| s.name.len())
+            .max()
+            .unwrap_or(0);
+        for (s, w) in self.scenarios.iter().zip(windows) {
+            let own = elapsed.saturating_sub(s.start_time).min(s.duration);
+            let done = if s.duration.is_zero() {
+                1.0
+            } else {
+                own.as_secs_f64() / s.duration.as_secs_f64()
+            };
+            let rps = if seconds > 0.0 {
+                w.requests / seconds
+            } else {
+                0.0
+            };
+            let errors = if w.failed.1 == 0 {
+                0.0
+            } else {
+                w.failed.0 as f64 * 100.0 / w.failed.1 as f64
+            };
+            let p95 = w.duration.as_ref().map_or(0.0, |t| t.percentile(95.0));
+            lines.push(format!(
+                "{:<width$} {} {}/{} {}/{} VUs {} iters {} req/s {}% failed p95={}",
+                s.name,
+                bar(done),
+                clock(own),
+                clock(s.duration),
+                s.active_vus.load(Ordering::Relaxed),
+                s.max_vus,
+                s.iterations,
+                number(rps, 1),
+                number(errors, 2),
+                millis(p95),
+            ));
         }
-        let _ = err.flush();
+        lines
     }
+}
+
+/// `[=========>--------------]` for a fraction done.
+fn bar(done: f64) -> String {
+    let filled = ((done.clamp(0.0, 1.0) * BAR as f64).round() as usize).min(BAR);
+    let mut out = String::with_capacity(BAR + 2);
+    out.push('[');
+    for i in 0..BAR {
+        out.push(match i.cmp(&filled) {
+            std::cmp::Ordering::Less => '=',
+            std::cmp::Ordering::Equal => '>',
+            std::cmp::Ordering::Greater => '-',
+        });
+    }
+    out.push(']');
+    out
 }
 
 /// `WLOAD_VUS_TRACE=FILE`: write `milliseconds active_vus` every 100 ms,
@@ -75,13 +263,6 @@ pub async fn trace_vus(ctl: Arc<RunControl>, path: std::path::PathBuf) {
         if writeln!(out, "{} {active}", started.elapsed().as_millis()).is_err() {
             return;
         }
-    }
-}
-
-/// Clear the in-place line before the summary prints.
-pub fn finish(quiet: bool) {
-    if !quiet && std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
     }
 }
 
@@ -130,4 +311,21 @@ pub fn header(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_fill_with_progress() {
+        assert_eq!(bar(0.0), format!("[>{}]", "-".repeat(BAR - 1)));
+        assert_eq!(
+            bar(0.5),
+            format!("[{}>{}]", "=".repeat(BAR / 2), "-".repeat(BAR / 2 - 1))
+        );
+        assert_eq!(bar(1.0), format!("[{}]", "=".repeat(BAR)));
+        assert_eq!(bar(7.0), bar(1.0));
+        assert_eq!(clock(Duration::from_millis(65_100)), "1m05.1s");
+    }
 }
