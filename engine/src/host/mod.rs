@@ -27,7 +27,7 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::http::{Client, VuConnections};
+use crate::http::{Client, RequestTags, VuConnections};
 use crate::metrics::{Recorder, TagSet, Tags};
 use crate::sandbox::{EPOCH_TICK, MemoryLimiter, Sandbox};
 
@@ -125,6 +125,9 @@ pub struct VuState {
     /// Tag sets of checks by name, so a check costs no allocation after
     /// its first use.
     check_tags: HashMap<String, Tags>,
+    /// Tag sets of requests, so a repeated request costs no allocation
+    /// for its tags.
+    request_tags: RequestTags,
     wasi: Option<Box<WasiCtx>>,
 }
 
@@ -151,6 +154,7 @@ impl VuState {
             stopped: None,
             panic_message: None,
             check_tags: HashMap::new(),
+            request_tags: RequestTags::default(),
             wasi: None,
         }
     }
