@@ -109,7 +109,11 @@ impl VuState {
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
         let conns = self.conns.clone();
-        let task = Spawned(tokio::spawn(async move { client.send(&conns, spec).await }));
+        // The task's future stays small (boxed inside), since tokio moves
+        // it by value through several frames of the fiber while spawning.
+        let task = Spawned(tokio::spawn(async move {
+            Box::pin(client.send(&conns, spec)).await
+        }));
         let resp = task.await.unwrap_or_else(|e| {
             crate::http::failed(
                 "",
@@ -134,7 +138,21 @@ impl VuState {
             meta.push((name, self.tags_with(tags)));
         }
         let client = self.shared.client.clone();
-        let resps = client.batch(&self.conns, specs).await;
+        let conns = self.conns.clone();
+        let task = Spawned(tokio::spawn(async move {
+            Box::pin(client.batch(&conns, specs)).await
+        }));
+        let resps = task.await.unwrap_or_else(|e| {
+            // The batch's own tasks end with it; none of its responses came.
+            let failed = || {
+                crate::http::failed(
+                    "",
+                    "",
+                    HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
+                )
+            };
+            meta.iter().map(|_| failed()).collect()
+        });
         self.resume_guest();
         resps
             .into_iter()
