@@ -1,16 +1,25 @@
 //! `wload:test/http`: requests go to the shared [`crate::http::Client`] on
 //! this VU's connections; responses become resources in the VU's table,
 //! their bodies still in pooled host buffers.
+//!
+//! A VU's host calls are polled on its fiber stack, and every page of it
+//! the deepest call touches stays resident for the VU's life. The client's
+//! futures (hyper, rustls, timeouts) are deep, so a request runs as a
+//! tokio task of its own that the VU awaits: the fiber only ever holds
+//! the guest and a few shallow host frames (see docs/BENCHMARKS.md).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasmtime::component::Resource;
 
 use super::VuState;
 use super::wload::test::http::{self as wit, Host, HostResponse};
-use crate::http::{BodyMode, HttpResponse, RequestSpec, record_request};
-use crate::metrics::{TagSet, Tags};
+use crate::http::{BodyMode, ErrorCode, HttpError, HttpResponse, RequestSpec, record_request};
+use crate::metrics::Tags;
 
 /// A guest request split into what the client needs and what the
 /// metrics need.
@@ -62,14 +71,21 @@ impl VuState {
         &mut self,
         mut resp: HttpResponse,
         name: Option<String>,
-        tags: &TagSet,
+        tags: &Tags,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
         let rec = &self.shared.recorder;
         let lateness = self.lateness.map(|l| l.as_nanos() as u64);
-        for hop in &resp.hops {
-            record_request(rec, tags, name.as_deref(), hop, lateness);
+        // Requests with only the VU's own tags (nearly all) take their
+        // tag sets from the VU's cache.
+        let cached = Arc::ptr_eq(tags, self.tags());
+        for hop in resp.hops.iter().chain([&resp]) {
+            if cached {
+                self.request_tags
+                    .record(rec, tags, name.as_deref(), hop, lateness);
+            } else {
+                record_request(rec, tags, name.as_deref(), hop, lateness);
+            }
         }
-        record_request(rec, tags, name.as_deref(), &resp, lateness);
         // The guest only needs how many hops there were.
         resp.redirects = resp.hops.len() as u32;
         resp.hops = Vec::new();
@@ -92,7 +108,19 @@ impl VuState {
         let (spec, name, tags) = split(req, opts);
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
-        let resp = client.send(&self.conns, spec).await;
+        let conns = self.conns.clone();
+        // The task's future stays small (boxed inside), since tokio moves
+        // it by value through several frames of the fiber while spawning.
+        let task = Spawned(tokio::spawn(async move {
+            Box::pin(client.send(&conns, spec)).await
+        }));
+        let resp = task.await.unwrap_or_else(|e| {
+            crate::http::failed(
+                "",
+                "",
+                HttpError::new(ErrorCode::Generic, format!("request task failed: {e}")),
+            )
+        });
         self.resume_guest();
         self.finish(resp, name, &tags)
     }
@@ -110,13 +138,45 @@ impl VuState {
             meta.push((name, self.tags_with(tags)));
         }
         let client = self.shared.client.clone();
-        let resps = client.batch(&self.conns, specs).await;
+        let conns = self.conns.clone();
+        let task = Spawned(tokio::spawn(async move {
+            Box::pin(client.batch(&conns, specs)).await
+        }));
+        let resps = task.await.unwrap_or_else(|e| {
+            // The batch's own tasks end with it; none of its responses came.
+            let failed = || {
+                crate::http::failed(
+                    "",
+                    "",
+                    HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
+                )
+            };
+            meta.iter().map(|_| failed()).collect()
+        });
         self.resume_guest();
         resps
             .into_iter()
             .zip(meta)
             .map(|(resp, (name, tags))| self.finish(resp, name, &tags))
             .collect()
+    }
+}
+
+/// A spawned task, cancelled when the VU stops waiting for it (the run
+/// was stopped mid-request), as an inline future would have been.
+struct Spawned<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Future for Spawned<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for Spawned<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

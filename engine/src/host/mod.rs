@@ -28,7 +28,7 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::http::{Client, VuConnections};
+use crate::http::{Client, RequestTags, VuConnections};
 use crate::metrics::{Recorder, TagSet, Tags};
 use crate::sandbox::{EPOCH_TICK, MemoryLimiter, Sandbox};
 use group::Groups;
@@ -125,6 +125,9 @@ pub struct VuState {
     pub stopped: Option<Stopped>,
     /// The guest's own account of its upcoming trap (`vu.report-panic`).
     pub panic_message: Option<String>,
+    /// Tag sets of requests, so a repeated request costs no allocation
+    /// for its tags.
+    request_tags: RequestTags,
     wasi: Option<Box<WasiCtx>>,
 }
 
@@ -150,6 +153,7 @@ impl VuState {
             hard_stop: sandbox.hard_stop.clone(),
             stopped: None,
             panic_message: None,
+            request_tags: RequestTags::default(),
             wasi: None,
         }
     }

@@ -246,7 +246,7 @@ impl Client {
             tasks.spawn(async move {
                 let _all = all.acquire_owned().await;
                 let _host = host_sem.acquire_owned().await;
-                let resp = client.send_batched(&conns, &key, spec).await;
+                let resp = Box::pin(client.send_batched(&conns, &key, spec)).await;
                 (i, resp)
             });
         }

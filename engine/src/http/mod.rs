@@ -30,7 +30,7 @@ pub use client::{Client, ClientConfig, RequestSpec};
 pub use cookies::{CookieJar, StoredCookie};
 pub use error::{ErrorCode, HttpError};
 pub use pool::{BodyPool, PooledBuf};
-pub use record::record_request;
+pub use record::{RequestTags, record_request};
 pub use tls::TlsOptions;
 pub use vu::VuConnections;
 
