@@ -4,9 +4,12 @@
 //!
 //! A VU's host calls are polled on its fiber stack, and every page of it
 //! the deepest call touches stays resident for the VU's life. The client's
-//! futures (hyper, rustls, timeouts) are deep, so a request runs as a
-//! tokio task of its own that the VU awaits: the fiber only ever holds
-//! the guest and a few shallow host frames (see docs/BENCHMARKS.md).
+//! futures (hyper, rustls, timeouts) are deep, so in runs of many VUs a
+//! request runs as a tokio task of its own that the VU awaits: the fiber
+//! only ever holds the guest and a few shallow host frames. With few VUs
+//! the stack pages cost little and the extra task hop per request costs
+//! a quarter of the throughput (the worker idles between hops), so the
+//! requests are polled inline (see docs/BENCHMARKS.md).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,8 +21,14 @@ use wasmtime::component::Resource;
 
 use super::VuState;
 use super::wload::test::http::{self as wit, Host, HostResponse};
-use crate::http::{BodyMode, ErrorCode, HttpError, HttpResponse, RequestSpec, record_request};
+use crate::http::{
+    BodyMode, Client, ErrorCode, HttpError, HttpResponse, RequestSpec, VuConnections,
+    record_request,
+};
 use crate::metrics::Tags;
+
+/// From this many VUs in the pool on, requests run as tasks of their own.
+pub(super) const SPAWN_FROM_VUS: u32 = 256;
 
 /// A guest request split into what the client needs and what the
 /// metrics need.
@@ -108,19 +117,24 @@ impl VuState {
         let (spec, name, tags) = split(req, opts);
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
-        let conns = self.conns.clone();
-        // The task's future stays small (boxed inside), since tokio moves
-        // it by value through several frames of the fiber while spawning.
-        let task = Spawned(tokio::spawn(async move {
-            Box::pin(client.send(&conns, spec)).await
-        }));
-        let resp = task.await.unwrap_or_else(|e| {
-            crate::http::failed(
-                "",
-                "",
-                HttpError::new(ErrorCode::Generic, format!("request task failed: {e}")),
-            )
-        });
+        let resp = if self.spawn_requests {
+            let conns = self.conns.clone();
+            // The task's future stays small (boxed inside), since tokio
+            // moves it by value through several frames of the fiber while
+            // spawning.
+            let task = Spawned(tokio::spawn(async move {
+                Box::pin(client.send(&conns, spec)).await
+            }));
+            task.await.unwrap_or_else(|e| {
+                crate::http::failed(
+                    "",
+                    "",
+                    HttpError::new(ErrorCode::Generic, format!("request task failed: {e}")),
+                )
+            })
+        } else {
+            send_inline(client, &self.conns, spec).await
+        };
         self.resume_guest();
         self.finish(resp, name, &tags)
     }
@@ -138,21 +152,26 @@ impl VuState {
             meta.push((name, self.tags_with(tags)));
         }
         let client = self.shared.client.clone();
-        let conns = self.conns.clone();
-        let task = Spawned(tokio::spawn(async move {
-            Box::pin(client.batch(&conns, specs)).await
-        }));
-        let resps = task.await.unwrap_or_else(|e| {
-            // The batch's own tasks end with it; none of its responses came.
-            let failed = || {
-                crate::http::failed(
-                    "",
-                    "",
-                    HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
-                )
-            };
-            meta.iter().map(|_| failed()).collect()
-        });
+        let resps = if self.spawn_requests {
+            let conns = self.conns.clone();
+            let task = Spawned(tokio::spawn(async move {
+                Box::pin(client.batch(&conns, specs)).await
+            }));
+            task.await.unwrap_or_else(|e| {
+                // The batch's own tasks end with it; none of its responses
+                // came.
+                let failed = || {
+                    crate::http::failed(
+                        "",
+                        "",
+                        HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
+                    )
+                };
+                meta.iter().map(|_| failed()).collect()
+            })
+        } else {
+            batch_inline(client, &self.conns, specs).await
+        };
         self.resume_guest();
         resps
             .into_iter()
@@ -160,6 +179,28 @@ impl VuState {
             .map(|(resp, (name, tags))| self.finish(resp, name, &tags))
             .collect()
     }
+}
+
+/// The inline path's future, built and boxed out of line: the deep
+/// future then only exists on that path, and the frames of
+/// `send_one`/`send_many` (on the fiber in both modes) stay small.
+#[inline(never)]
+fn send_inline(
+    client: Arc<Client>,
+    conns: &VuConnections,
+    spec: RequestSpec,
+) -> Pin<Box<dyn Future<Output = HttpResponse> + Send + '_>> {
+    Box::pin(async move { client.send(conns, spec).await })
+}
+
+/// [`send_inline`] for a batch.
+#[inline(never)]
+fn batch_inline(
+    client: Arc<Client>,
+    conns: &VuConnections,
+    specs: Vec<RequestSpec>,
+) -> Pin<Box<dyn Future<Output = Vec<HttpResponse>> + Send + '_>> {
+    Box::pin(async move { client.batch(conns, specs).await })
 }
 
 /// A spawned task, cancelled when the VU stops waiting for it (the run

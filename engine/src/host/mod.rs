@@ -128,6 +128,8 @@ pub struct VuState {
     /// Tag sets of requests, so a repeated request costs no allocation
     /// for its tags.
     request_tags: RequestTags,
+    /// Whether requests run as tasks of their own (see `http.rs`).
+    spawn_requests: bool,
     wasi: Option<Box<WasiCtx>>,
 }
 
@@ -154,6 +156,7 @@ impl VuState {
             stopped: None,
             panic_message: None,
             request_tags: RequestTags::default(),
+            spawn_requests: sandbox.slots >= http::SPAWN_FROM_VUS,
             wasi: None,
         }
     }

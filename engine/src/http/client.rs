@@ -14,7 +14,7 @@ use super::dns::Resolver;
 use super::error::{ErrorCode, HttpError};
 use super::pool::BodyPool;
 use super::redirect;
-use super::target::{Target, parse_target};
+use super::target::Target;
 use super::tls::{TlsOptions, client_config};
 use super::vu::VuConnections;
 use super::{BodyMode, HttpResponse};
@@ -134,7 +134,7 @@ impl Client {
         let mut spec = spec;
         let mut hops = Vec::new();
         loop {
-            let target = match parse_target(&spec.url) {
+            let target = match conns.target(&spec.url) {
                 Ok(t) => t,
                 Err(e) => {
                     let mut resp = super::failed(&spec.method, &spec.url, e);
@@ -229,8 +229,8 @@ impl Client {
         let mut out: Vec<Option<HttpResponse>> = Vec::with_capacity(specs.len());
         for (i, spec) in specs.into_iter().enumerate() {
             out.push(None);
-            let key = match parse_target(&spec.url) {
-                Ok(t) => t.key,
+            let key = match conns.target(&spec.url) {
+                Ok(t) => t.key.clone(),
                 Err(e) => {
                     let mut resp = super::failed(&spec.method, &spec.url, e);
                     self.finish(&spec, &mut resp, Vec::new());

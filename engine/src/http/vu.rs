@@ -1,5 +1,5 @@
 //! What one VU keeps between requests: its idle keep-alive connections
-//! by origin and its cookie jar. Shared (behind one uncontended lock) with
+//! by origin, its cookie jar and the URLs it parsed last. Shared (behind one uncontended lock) with
 //! the tasks of a batch, so that a batch reuses and adds connections.
 
 use std::collections::{HashMap, HashSet};
@@ -7,6 +7,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::conn::{Conn, Proto};
 use super::cookies::CookieJar;
+use super::error::HttpError;
+use super::target::{Target, parse_target};
+
+/// Parsed URLs a VU keeps: a VU usually requests the same few URLs over
+/// and over, and parsing one costs two `Uri`s and three strings.
+const TARGETS: usize = 4;
 
 #[derive(Default, Clone)]
 pub struct VuConnections {
@@ -25,6 +31,9 @@ struct VuInner {
     /// The iteration these connections were last used in.
     iteration: u64,
     jar: CookieJar,
+    /// The last [`TARGETS`] URLs parsed, replaced round-robin.
+    targets: Vec<(Box<str>, Arc<Target>)>,
+    next_target: usize,
 }
 
 impl VuConnections {
@@ -48,6 +57,24 @@ impl VuConnections {
             };
         }
         None
+    }
+
+    /// `url` parsed, from the VU's recent URLs when it is one of them.
+    pub(super) fn target(&self, url: &str) -> Result<Arc<Target>, HttpError> {
+        if let Some((_, t)) = self.lock().targets.iter().find(|(u, _)| &**u == url) {
+            return Ok(t.clone());
+        }
+        let target = Arc::new(parse_target(url)?);
+        let mut inner = self.lock();
+        let entry = (Box::<str>::from(url), target.clone());
+        if inner.targets.len() < TARGETS {
+            inner.targets.push(entry);
+        } else {
+            let i = inner.next_target % TARGETS;
+            inner.targets[i] = entry;
+            inner.next_target = i + 1;
+        }
+        Ok(target)
     }
 
     /// Keep `conn` for the next request to `key`.
@@ -110,5 +137,26 @@ impl VuConnections {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_urls_are_parsed_once_and_kept_bounded() {
+        let conns = VuConnections::default();
+        let a = conns.target("http://h:81/a").expect("valid URL");
+        assert!(Arc::ptr_eq(
+            &a,
+            &conns.target("http://h:81/a").expect("valid URL")
+        ));
+        assert_eq!((a.key.as_str(), a.port), ("http://h:81", 81));
+        for i in 0..TARGETS * 3 {
+            conns.target(&format!("http://h/{i}")).expect("valid URL");
+        }
+        assert_eq!(conns.lock().targets.len(), TARGETS);
+        assert!(conns.target("not a url").is_err());
     }
 }

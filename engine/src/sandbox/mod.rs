@@ -86,6 +86,8 @@ pub struct Sandbox {
     /// Set when the run must stop now: every guest traps at its next epoch
     /// check.
     pub hard_stop: Arc<AtomicBool>,
+    /// Instances the engine was sized for (1 for the probe).
+    pub slots: u32,
 }
 
 impl Sandbox {
@@ -100,6 +102,7 @@ impl Sandbox {
             engine,
             limits,
             hard_stop: Arc::new(AtomicBool::new(false)),
+            slots: 1,
         })
     }
 
@@ -131,6 +134,7 @@ impl Sandbox {
             engine,
             limits,
             hard_stop: Arc::new(AtomicBool::new(false)),
+            slots,
         })
     }
 
