@@ -202,10 +202,9 @@ pub fn render(merged: &Merged) -> String {
         super::format::duration_short(Duration::from_secs(report.elapsed.as_secs())),
     );
     out.push_str(&super::summary::render(report));
-    let rows = rows(report);
-    let width = rows.iter().map(|r| r.0.len()).max().unwrap_or(0) + 2;
+    // One series per two lines: tag sets are too long for a dotted column.
     let _ = writeln!(out, "    BY TAG SET");
-    for (name, is_time, t) in rows {
+    for (name, is_time, t) in rows(report) {
         let stats: Vec<String> = report
             .trend_stats
             .iter()
@@ -219,13 +218,7 @@ pub fn render(merged: &Merged) -> String {
                 format!("{s}={shown:<9}")
             })
             .collect();
-        let dots = width.saturating_sub(name.len());
-        let _ = writeln!(
-            out,
-            "    {name}{}: {}",
-            ".".repeat(dots),
-            stats.join(" ").trim_end()
-        );
+        let _ = writeln!(out, "    {name}\n      ↳ {}", stats.join(" ").trim_end());
     }
     out.push('\n');
     out
