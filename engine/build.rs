@@ -4,7 +4,9 @@
 //! share, so the guest is compiled once for both.
 
 use std::path::PathBuf;
-use std::process::Command;
+
+#[path = "guests.rs"]
+mod guests;
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -13,7 +15,6 @@ fn main() {
         .expect("engine/ is inside the repository")
         .to_owned();
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
-    let target_dir = root.join("target").join("guests");
 
     for watched in [
         "wit",
@@ -21,36 +22,12 @@ fn main() {
         "sdk/rust/Cargo.toml",
         "examples/rust/hello",
         "examples/Cargo.toml",
+        "engine/guests.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--release",
-        "--target",
-        "wasm32-wasip2",
-        "-p",
-        "hello",
-        "--manifest-path",
-    ])
-    .arg(root.join("examples").join("Cargo.toml"))
-    .arg("--target-dir")
-    .arg(&target_dir);
-    // The outer build's flags are for the host, not the guest.
-    for var in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_RUSTFLAGS",
-    ] {
-        cmd.env_remove(var);
-    }
-    let status = cmd
-        .status()
+    let status = guests::build_guests(&root, Some("hello"))
         .expect("cannot run cargo to build the bundled example test");
     if !status.success() {
         panic!(
@@ -58,7 +35,7 @@ fn main() {
              run `rustup target add wasm32-wasip2` (README.md's commands do)"
         );
     }
-    let wasm = target_dir.join("wasm32-wasip2/release/hello.wasm");
+    let wasm = guests::guest_dir(&root).join("hello.wasm");
     std::fs::copy(&wasm, out_dir.join("hello.wasm"))
         .unwrap_or_else(|e| panic!("cannot copy {}: {e}", wasm.display()));
 }

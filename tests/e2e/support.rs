@@ -10,6 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use wload::demo::server::TargetServer;
 
+#[path = "../../engine/guests.rs"]
+mod guests;
+
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -23,25 +26,10 @@ pub fn guests() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = repo_root();
-        let target = root.join("target").join("guests");
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "build",
-                "--release",
-                "--target",
-                "wasm32-wasip2",
-                "--manifest-path",
-            ])
-            .arg(root.join("examples/Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_TARGET_DIR")
-            .status()
+        let status = guests::build_guests(&root, None)
             .expect("cannot run cargo to build the example guests");
         assert!(status.success(), "building the example guests failed");
-        target.join("wasm32-wasip2").join("release")
+        guests::guest_dir(&root)
     })
 }
 

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use wasmtime::Store;
@@ -14,36 +13,19 @@ use wload::http::{BodyPool, Client, ClientConfig};
 use wload::metrics::{Recorder, Registry, TagSet};
 use wload::sandbox::{Sandbox, SandboxLimits};
 
+#[path = "../../guests.rs"]
+mod guests;
+
 /// `examples/rust/<name>` built for wasm32-wasip2 (cargo does nothing
 /// when it is up to date).
 pub fn guest(name: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("engine/ is inside the repository");
-    let target = root.join("target").join("guests");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "-p",
-            name,
-        ])
-        .arg("--manifest-path")
-        .arg(root.join("examples").join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .status()
+    let status = guests::build_guests(root, Some(name))
         .expect("cannot run cargo to build the example guests");
     assert!(status.success(), "building examples/rust/{name} failed");
-    target
-        .join("wasm32-wasip2")
-        .join("release")
-        .join(format!("{name}.wasm"))
+    guests::guest_dir(root).join(format!("{name}.wasm"))
 }
 
 /// One VU: its store and instance.
