@@ -1,5 +1,5 @@
-//! A timing loop for `metrics::Recorder::record` and `record_nanos`, the
-//! calls every HTTP request makes: prints nanoseconds per call (not a
+//! A timing loop for `metrics::Recorder::record_all`, the call every HTTP
+//! request makes: prints nanoseconds per call (not a
 //! test: figures depend on the machine). Run with
 //! `cargo run --release --example record_speed`.
 
@@ -28,7 +28,7 @@ fn main() {
         let t = Instant::now();
         for i in 0..n {
             let tags = &sets[(i % 8) as usize];
-            rec.record(
+            rec.record_all(
                 black_box(tags),
                 &[
                     (Builtin::HttpReqs.id(), 1.0),
@@ -36,9 +36,6 @@ fn main() {
                     (Builtin::DataSent.id(), 120.0),
                     (Builtin::DataReceived.id(), 230.0),
                 ],
-            );
-            rec.record_nanos(
-                black_box(tags),
                 &[
                     (Builtin::HttpReqDuration.id(), 100_000 + i % 5000),
                     (Builtin::HttpReqWaiting.id(), 90_000 + i % 5000),
@@ -48,7 +45,7 @@ fn main() {
             );
         }
         let per = t.elapsed().as_nanos() as f64 / n as f64;
-        println!("round {round}: {per:.1} ns per request (record + record_nanos, 8 samples)");
+        println!("round {round}: {per:.1} ns per request (record_all, 8 samples)");
     }
     black_box(rec.snapshot());
 }

@@ -187,21 +187,24 @@ fn record_iteration(
     lateness: Option<Duration>,
     failed: bool,
 ) {
-    rec.record(tags, &[(Builtin::Iterations.id(), 1.0)]);
-    rec.record_nanos(
+    let counts = [
+        (Builtin::Iterations.id(), 1.0),
+        (Builtin::IterationsFailed.id(), 1.0),
+    ];
+    let elapsed = elapsed.as_nanos() as u64;
+    let times = [
+        (Builtin::IterationDuration.id(), elapsed),
+        (
+            Builtin::IterationDurationCorrected.id(),
+            elapsed + lateness.map_or(0, |l| l.as_nanos() as u64),
+        ),
+    ];
+    // One lock and one series lookup for the whole iteration.
+    rec.record_all(
         tags,
-        &[(Builtin::IterationDuration.id(), elapsed.as_nanos() as u64)],
+        &counts[..if failed { 2 } else { 1 }],
+        &times[..if lateness.is_some() { 2 } else { 1 }],
     );
-    if let Some(late) = lateness {
-        let corrected = (elapsed + late).as_nanos() as u64;
-        rec.record_nanos(
-            tags,
-            &[(Builtin::IterationDurationCorrected.id(), corrected)],
-        );
-    }
-    if failed {
-        rec.record(tags, &[(Builtin::IterationsFailed.id(), 1.0)]);
-    }
 }
 
 /// Tags for engine-level gauges (`vus`, `vus_max`): none, as in k6.

@@ -208,7 +208,26 @@ fn request_tags(base: &TagSet, name: Option<&str>, resp: &HttpResponse) -> TagSe
 
 fn record_with(rec: &Recorder, set: &Tags, resp: &HttpResponse, lateness: Option<u64>) {
     let t = &resp.timings;
-    rec.record(
+    let nanos = [
+        (Builtin::HttpReqDuration.id(), t.duration),
+        (Builtin::HttpReqBlocked.id(), t.blocked),
+        (Builtin::HttpReqConnecting.id(), t.connecting),
+        (Builtin::HttpReqTlsHandshaking.id(), t.tls_handshaking),
+        (Builtin::HttpReqSending.id(), t.sending),
+        (Builtin::HttpReqWaiting.id(), t.waiting),
+        (Builtin::HttpReqReceiving.id(), t.receiving),
+        (
+            Builtin::HttpReqDurationCorrected.id(),
+            t.duration + lateness.unwrap_or(0),
+        ),
+    ];
+    // The corrected duration only exists for scheduled (open-model) runs.
+    let nanos = if lateness.is_some() {
+        &nanos[..]
+    } else {
+        &nanos[..nanos.len() - 1]
+    };
+    rec.record_all(
         set,
         &[
             (Builtin::HttpReqs.id(), 1.0),
@@ -219,25 +238,8 @@ fn record_with(rec: &Recorder, set: &Tags, resp: &HttpResponse, lateness: Option
             (Builtin::DataSent.id(), resp.bytes_sent as f64),
             (Builtin::DataReceived.id(), resp.bytes_received as f64),
         ],
+        nanos,
     );
-    rec.record_nanos(
-        set,
-        &[
-            (Builtin::HttpReqDuration.id(), t.duration),
-            (Builtin::HttpReqBlocked.id(), t.blocked),
-            (Builtin::HttpReqConnecting.id(), t.connecting),
-            (Builtin::HttpReqTlsHandshaking.id(), t.tls_handshaking),
-            (Builtin::HttpReqSending.id(), t.sending),
-            (Builtin::HttpReqWaiting.id(), t.waiting),
-            (Builtin::HttpReqReceiving.id(), t.receiving),
-        ],
-    );
-    if let Some(late) = lateness {
-        rec.record_nanos(
-            set,
-            &[(Builtin::HttpReqDurationCorrected.id(), t.duration + late)],
-        );
-    }
 }
 
 #[cfg(test)]

@@ -140,9 +140,26 @@ impl Recorder {
     /// lock once. The samples are `(metric, value)`; trend values of time
     /// metrics are milliseconds.
     pub fn record(&self, tags: &Tags, samples: &[(MetricId, f64)]) {
-        let at = self.start.elapsed().as_nanos() as u64;
+        self.record_all(tags, samples, &[]);
+    }
+
+    /// Record time samples given in nanoseconds (trends of time metrics
+    /// only), avoiding the float round trip for the HTTP phases.
+    pub fn record_nanos(&self, tags: &Tags, samples: &[(MetricId, u64)]) {
+        self.record_all(tags, &[], samples);
+    }
+
+    /// [`record`](Self::record) and [`record_nanos`](Self::record_nanos)
+    /// under one lock and one series lookup: what a request or an
+    /// iteration records.
+    pub fn record_all(&self, tags: &Tags, values: &[(MetricId, f64)], nanos: &[(MetricId, u64)]) {
+        let at = if values.is_empty() {
+            0
+        } else {
+            self.start.elapsed().as_nanos() as u64
+        };
         self.with_series(tags, |slots| {
-            for &(metric, value) in samples {
+            for &(metric, value) in values {
                 let Some(sink) = slot(slots, metric, || {
                     let def = self.registry.get(metric)?;
                     Some(Sink::new(def.kind, def.value == ValueKind::Time))
@@ -151,14 +168,7 @@ impl Recorder {
                 };
                 sink.add(value, at);
             }
-        });
-    }
-
-    /// Record time samples given in nanoseconds (trends of time metrics
-    /// only), avoiding the float round trip for the HTTP phases.
-    pub fn record_nanos(&self, tags: &Tags, samples: &[(MetricId, u64)]) {
-        self.with_series(tags, |slots| {
-            for &(metric, nanos) in samples {
+            for &(metric, nanos) in nanos {
                 let Some(sink) = slot(slots, metric, || Some(Sink::new(MetricKind::Trend, true)))
                 else {
                     continue;
