@@ -1,15 +1,17 @@
 //! One keep-alive connection (HTTP/1.1 or HTTP/2, plain or TLS) and the
 //! socket wrapper that times it.
 //!
-//! [`MeteredIo`] sits between hyper and the TCP stream. It counts bytes
-//! both ways and records when the last write and the first read of the
-//! current request happened; [`Conn::begin_request`] resets those marks.
-//! HTTP/1.1 without pipelining has one request in flight per connection,
-//! so the marks belong to exactly one request. An HTTP/2 connection
-//! carries many streams at once; there only the byte counts are used.
+//! [`MeteredIo`] sits right on the TCP stream. It counts bytes both ways
+//! and records when the last write and the first read of the current
+//! request happened; [`Conn::begin_request`] resets those marks. HTTP/1.1
+//! without pipelining has one request in flight per connection, so the
+//! marks belong to exactly one request. An HTTP/2 connection carries many
+//! streams at once; there only the byte counts are used.
 //!
 //! TLS sits above the metered socket, so byte counts are wire bytes
 //! (records, handshake and all) and compressed bodies count as sent.
+//! HTTP/1.1 is spoken by [`super::h1`] in the requesting task; HTTP/2 by
+//! hyper, whose connection driver runs as a task of its own.
 
 use std::io;
 use std::pin::Pin;
@@ -21,14 +23,16 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
 
 use super::error::HttpError;
+use super::h1::H1Conn;
 use super::tls::version_tag;
 
 /// Nanoseconds since the first call in this process: a cheap monotonic
@@ -113,10 +117,72 @@ impl AsyncWrite for MeteredIo {
 }
 
 impl MeteredIo {
+    pub fn new(inner: TcpStream, marks: Arc<IoMarks>) -> MeteredIo {
+        MeteredIo { inner, marks }
+    }
+
     fn note_write(&self, n: usize) {
         if n > 0 {
             self.marks.written.fetch_add(n as u64, Relaxed);
             self.marks.last_write.store(now_ns(), Relaxed);
+        }
+    }
+}
+
+/// A connection's byte stream: the metered socket, or TLS over it.
+pub enum Stream {
+    Plain(MeteredIo),
+    Tls(Box<TlsStream<MeteredIo>>),
+}
+
+impl Stream {
+    /// Wait until the socket has something to read (or failed). Plain
+    /// sockets only: TLS may hold decrypted bytes the socket no longer
+    /// shows, so there a read is the only way to know.
+    pub async fn readable(&self) {
+        if let Stream::Plain(io) = self {
+            // An error shows again on the read that follows.
+            let _ = io.inner.readable().await;
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(io) => Pin::new(io).poll_read(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(io) => Pin::new(io).poll_write(cx, buf),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(io) => Pin::new(io).poll_flush(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(io) => Pin::new(io).poll_shutdown(cx),
+            Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -138,10 +204,11 @@ impl Proto {
     }
 }
 
-/// hyper's request handle: one request at a time on HTTP/1.1; on HTTP/2
-/// a cloneable handle whose requests become streams of one connection.
+/// How requests go out: our HTTP/1.1 client, one request at a time; or
+/// hyper's HTTP/2 handle, cloneable, whose requests become streams of one
+/// connection.
 pub enum Sender {
-    H1(http1::SendRequest<Full<Bytes>>),
+    H1(H1Conn),
     H2(http2::SendRequest<Full<Bytes>>),
 }
 
@@ -164,7 +231,8 @@ pub struct Handshake {
 }
 
 impl Conn {
-    /// Set up HTTP (and TLS) on `stream` and start hyper's driver task.
+    /// Set up HTTP (and TLS) on `stream`, starting hyper's driver task
+    /// for HTTP/2.
     /// Returns the connection and the nanoseconds the TLS handshake took.
     pub async fn open(
         stream: TcpStream,
@@ -173,14 +241,14 @@ impl Conn {
     ) -> Result<(Conn, u64), HttpError> {
         let _ = stream.set_nodelay(true);
         let marks = Arc::new(IoMarks::default());
-        let io = MeteredIo {
-            inner: stream,
-            marks: marks.clone(),
-        };
+        let io = MeteredIo::new(stream, marks.clone());
         match how.tls {
             None => {
-                let proto = if how.h2c { Proto::Http2 } else { Proto::Http1 };
-                let sender = handshake(io, proto).await?;
+                let sender = if how.h2c {
+                    handshake_h2(io).await?
+                } else {
+                    Sender::H1(H1Conn::new(Stream::Plain(io)))
+                };
                 Ok((
                     Conn {
                         sender,
@@ -199,12 +267,13 @@ impl Conn {
                     .map_err(|e| HttpError::from_tls(&e, host))?;
                 let tls_ns = now_ns() - started;
                 let session = tls.get_ref().1;
-                let proto = match session.alpn_protocol() {
-                    Some(b"h2") => Proto::Http2,
-                    _ => Proto::Http1,
-                };
+                let h2 = session.alpn_protocol() == Some(b"h2");
                 let tls_version = version_tag(session.protocol_version());
-                let sender = handshake(tls, proto).await?;
+                let sender = if h2 {
+                    handshake_h2(tls).await?
+                } else {
+                    Sender::H1(H1Conn::new(Stream::Tls(Box::new(tls))))
+                };
                 Ok((
                     Conn {
                         sender,
@@ -256,50 +325,37 @@ impl Conn {
         )
     }
 
-    /// Whether the connection can take another request.
+    /// Whether the connection can take another request, as far as is
+    /// known without looking at the socket.
     pub fn is_open(&self) -> bool {
         match &self.sender {
-            Sender::H1(s) => !s.is_closed(),
+            Sender::H1(c) => c.is_reusable(),
+            Sender::H2(s) => !s.is_closed(),
+        }
+    }
+
+    /// [`Conn::is_open`], and for an idle HTTP/1.1 connection also that
+    /// the server has not closed it meanwhile.
+    pub fn check_idle(&mut self) -> bool {
+        match &mut self.sender {
+            Sender::H1(c) => c.check_idle(),
             Sender::H2(s) => !s.is_closed(),
         }
     }
 }
 
-/// Largest read buffer of an HTTP/1.1 connection. hyper grows a
-/// connection's buffer while reads fill it, up to ~400 KiB by default, and
-/// keeps it for the connection's life: with large bodies every keep-alive
-/// connection then pins that much. Bodies are copied out chunk by chunk
-/// anyway, so a smaller buffer costs a few more reads, not copies.
-const READ_BUF_MAX: usize = 64 << 10;
-
-async fn handshake<I>(io: I, proto: Proto) -> Result<Sender, HttpError>
+async fn handshake_h2<I>(io: I) -> Result<Sender, HttpError>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let io = TokioIo::new(io);
-    // The drivers run until the connection closes; their errors surface
+    let (sender, driver) = http2::Builder::new(TokioExecutor::new())
+        .handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| HttpError::from_hyper(&e))?;
+    // The driver runs until the connection closes; its errors surface
     // through the requests in flight.
-    match proto {
-        Proto::Http1 => {
-            let (sender, driver) = http1::Builder::new()
-                .max_buf_size(READ_BUF_MAX)
-                .handshake(io)
-                .await
-                .map_err(|e| HttpError::from_hyper(&e))?;
-            tokio::spawn(async move {
-                let _ = driver.await;
-            });
-            Ok(Sender::H1(sender))
-        }
-        Proto::Http2 => {
-            let (sender, driver) = http2::Builder::new(TokioExecutor::new())
-                .handshake(io)
-                .await
-                .map_err(|e| HttpError::from_hyper(&e))?;
-            tokio::spawn(async move {
-                let _ = driver.await;
-            });
-            Ok(Sender::H2(sender))
-        }
-    }
+    tokio::spawn(async move {
+        let _ = driver.await;
+    });
+    Ok(Sender::H2(sender))
 }

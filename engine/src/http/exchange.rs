@@ -6,16 +6,19 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
+use http::Response;
 use http::header::{COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{Method, Request, Version};
 use http_body_util::{BodyExt, Full};
 use tokio::net::TcpStream;
 
 use super::client::{Client, RequestSpec};
-use super::conn::{Conn, Handshake, Proto, Sender, now_ns};
+use super::conn::{Conn, Handshake, IoMarks, Proto, Sender, now_ns};
 use super::decode;
 use super::dns::Resolver;
 use super::error::{ErrorCode, HttpError};
+use super::h1;
+use super::pool::PooledBuf;
 use super::target::Target;
 use super::tls::server_name;
 use super::vu::VuConnections;
@@ -84,7 +87,7 @@ impl Client {
         target: &Target,
         spec: &RequestSpec,
         cookie: Option<String>,
-    ) -> Result<Request<Full<Bytes>>, HttpError> {
+    ) -> Result<Request<Bytes>, HttpError> {
         let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| {
             HttpError::new(
                 ErrorCode::Generic,
@@ -92,7 +95,7 @@ impl Client {
             )
         })?;
         let body = spec.body.clone().unwrap_or_default();
-        let mut req = Request::new(Full::new(body));
+        let mut req = Request::new(body);
         *req.method_mut() = method;
         *req.uri_mut() = target.path.clone();
         let headers = req.headers_mut();
@@ -139,7 +142,7 @@ impl Client {
         conns: &VuConnections,
         target: &Target,
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
-        request: Request<Full<Bytes>>,
+        request: Request<Bytes>,
         mode: BodyMode,
         resp: &mut HttpResponse,
         conn_out: &mut Option<Conn>,
@@ -189,44 +192,74 @@ impl Client {
             drop(gate_held.take());
             resp.tls_version = conn.tls_version;
             resp.proto = Some(conn.proto().tag());
-            if target.tls || conn.proto() == Proto::Http2 {
-                *request.uri_mut() = target.full.clone();
-                if conn.proto() == Proto::Http2 {
-                    // HTTP/2 carries the host as `:authority`.
-                    request.headers_mut().remove(HOST);
-                }
-            }
             conn.begin_request();
             let send_start = now_ns();
-            let sent = match &mut conn.sender {
-                Sender::H1(s) => s.try_send_request(request).await.map_err(|mut e| {
-                    let unsent = e.take_message();
-                    (e.into_error(), unsent)
-                }),
-                Sender::H2(s) => s.send_request(request).await.map_err(|e| (e, None)),
+            let h2 = match &mut conn.sender {
+                Sender::H1(c) => {
+                    let keep_into = (mode == BodyMode::Keep).then_some(&self.pool);
+                    match c.exchange(&request, keep_into).await {
+                        Ok(got) => {
+                            conn.reused = true;
+                            let end = now_ns();
+                            h1_phases(&conn.marks, send_start, end, &mut resp.timings);
+                            (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+                            resp.status = got.status;
+                            if got.http10 {
+                                resp.proto = Some("HTTP/1.0");
+                            }
+                            resp.headers = got.headers;
+                            self.settle_body(resp, got.body, got.body_len, mode);
+                            if resp.error.is_none() {
+                                *conn_out = Some(conn);
+                            }
+                            return;
+                        }
+                        // The server closed a kept-alive connection as
+                        // the request went out.
+                        Err(f)
+                            if attempt == 0
+                                && conn.reused
+                                && h1::may_retry(request.method(), &f) =>
+                        {
+                            continue;
+                        }
+                        Err(f) => {
+                            self.fail_send(&conn, send_start, f.error, resp);
+                            return;
+                        }
+                    }
+                }
+                Sender::H2(s) => {
+                    // HTTP/2 requests are not retried: the request is
+                    // hyper's from here on.
+                    let mut request = std::mem::take(&mut request).map(Full::new);
+                    *request.uri_mut() = target.full.clone();
+                    // HTTP/2 carries the host as `:authority`.
+                    request.headers_mut().remove(HOST);
+                    s.send_request(request).await
+                }
             };
-            match sent {
+            match h2 {
                 Ok(response) => {
                     conn.reused = true;
-                    self.receive(&conn, send_start, response, mode, resp).await;
+                    self.receive_h2(&conn, send_start, response, mode, resp)
+                        .await;
                     if resp.error.is_none() {
                         *conn_out = Some(conn);
                     }
-                    return;
                 }
-                Err((_, Some(unsent))) if attempt == 0 && conn.reused => {
-                    request = unsent;
-                    continue;
-                }
-                Err((e, _)) => {
-                    resp.error = Some(HttpError::from_hyper(&e));
-                    (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
-                    resp.timings.duration = now_ns() - send_start;
-                    resp.timings.sending = resp.timings.duration;
-                    return;
-                }
+                Err(e) => self.fail_send(&conn, send_start, HttpError::from_hyper(&e), resp),
             }
+            return;
         }
+    }
+
+    /// A request that failed before its response was whole.
+    fn fail_send(&self, conn: &Conn, send_start: u64, error: HttpError, resp: &mut HttpResponse) {
+        resp.error = Some(error);
+        (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+        resp.timings.duration = now_ns() - send_start;
+        resp.timings.sending = resp.timings.duration;
     }
 
     /// Resolve, dial and handshake. The work runs as its own task: a TLS
@@ -268,11 +301,11 @@ impl Client {
         Ok(d.conn)
     }
 
-    async fn receive(
+    async fn receive_h2(
         &self,
         conn: &Conn,
         send_start: u64,
-        response: http::Response<hyper::body::Incoming>,
+        response: Response<hyper::body::Incoming>,
         mode: BodyMode,
         resp: &mut HttpResponse,
     ) {
@@ -283,7 +316,6 @@ impl Client {
             resp.proto = Some(Proto::Http2.tag());
         }
         resp.headers = parts.headers;
-        let encoded = mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
         let expected = resp
             .headers
             .get(http::header::CONTENT_LENGTH)
@@ -311,36 +343,35 @@ impl Client {
             }
         }
         let end = now_ns();
+        // Streams share the socket, so its marks belong to no one
+        // request: waiting runs to the response headers.
         let t = &mut resp.timings;
-        match conn.proto() {
-            Proto::Http1 => {
-                let marks = &conn.marks;
-                let last_write = marks.last_write.load(Relaxed).max(send_start);
-                let first_read = marks.first_read.load(Relaxed).max(send_start);
-                // The server may answer before the request is fully
-                // written; the phases are cut so that they always add up
-                // to `duration`.
-                let sent = last_write.min(first_read).min(end);
-                t.sending = sent - send_start;
-                t.waiting = first_read.min(end) - sent;
-                t.receiving = end - first_read.min(end);
-            }
-            Proto::Http2 => {
-                // Streams share the socket, so its marks belong to no one
-                // request: waiting runs to the response headers.
-                t.sending = 0;
-                t.waiting = headers_at - send_start;
-                t.receiving = end - headers_at;
-            }
-        }
+        t.sending = 0;
+        t.waiting = headers_at - send_start;
+        t.receiving = end - headers_at;
         t.duration = end - send_start;
         (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
-        resp.body_len = len;
         if resp.error.is_some() {
             resp.status = 0;
             resp.body = None;
+            resp.body_len = len;
             return;
         }
+        self.settle_body(resp, buf, len, mode);
+    }
+
+    /// Hand the received body to the response, decoded when it is kept
+    /// and content-encoded.
+    fn settle_body(
+        &self,
+        resp: &mut HttpResponse,
+        buf: Option<PooledBuf>,
+        len: u64,
+        mode: BodyMode,
+    ) {
+        resp.body_len = len;
+        let encoded = mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
+        let mut buf = buf;
         if let (true, Some(raw)) = (encoded, buf.as_ref()) {
             match decode::decode(&resp.headers, raw.as_slice()) {
                 Ok(plain) => {
@@ -358,11 +389,25 @@ impl Client {
     }
 }
 
+/// The phases of an HTTP/1.1 exchange from its socket's marks.
+fn h1_phases(marks: &IoMarks, send_start: u64, end: u64, t: &mut Timings) {
+    let last_write = marks.last_write.load(Relaxed).max(send_start);
+    let first_read = marks.first_read.load(Relaxed).max(send_start);
+    // The server may answer before the request is fully written; the
+    // phases are cut so that they always add up to `duration`.
+    let sent = last_write.min(first_read).min(end);
+    t.sending = sent - send_start;
+    t.waiting = first_read.min(end) - sent;
+    t.receiving = end - first_read.min(end);
+    t.duration = end - send_start;
+}
+
 /// Waits until an idle connection can take a request; false when it
 /// closed meanwhile.
 async fn ready(conn: &mut Conn) -> bool {
     match &mut conn.sender {
-        Sender::H1(s) => s.ready().await.is_ok(),
+        // Checked when taken from the idle pool.
+        Sender::H1(c) => c.is_reusable(),
         Sender::H2(s) => s.ready().await.is_ok(),
     }
 }

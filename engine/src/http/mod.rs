@@ -1,7 +1,8 @@
 //! The instrumented HTTP client every VU shares.
 //!
-//! hyper 1 over tokio: HTTP/1.1, and HTTP/2 when TLS's ALPN picks it (or
-//! with prior knowledge, h2c); TLS by rustls. Each VU owns its keep-alive
+//! tokio sockets; HTTP/1.1 by our own client ([`h1`]), polled in the VU's
+//! task; HTTP/2 by hyper when TLS's ALPN picks it (or with prior
+//! knowledge, h2c); TLS by rustls. Each VU owns its keep-alive
 //! connections and its cookie jar ([`VuConnections`]), so N VUs open about
 //! N connections to a host, as in k6. Each connection's socket is wrapped in a [`conn::MeteredIo`] that
 //! timestamps the last byte written and the first byte read, which is how
@@ -19,6 +20,7 @@ mod decode;
 mod dns;
 mod error;
 mod exchange;
+mod h1;
 mod pool;
 mod record;
 mod redirect;

@@ -64,6 +64,11 @@ impl PooledBuf {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// The buffer itself, for reads straight into its free space.
+    pub(super) fn vec_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
     pub fn as_slice(&self) -> &[u8] {
         &self.buf
     }

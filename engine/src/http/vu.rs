@@ -46,8 +46,8 @@ impl VuConnections {
     pub(super) fn take(&self, key: &str) -> Option<Conn> {
         let mut inner = self.lock();
         let conns = inner.idle.get_mut(key)?;
-        while let Some(conn) = conns.last() {
-            if !conn.is_open() {
+        while let Some(conn) = conns.last_mut() {
+            if !conn.check_idle() {
                 conns.pop();
                 continue;
             }

@@ -1,0 +1,938 @@
+//! HTTP/1.1 on one connection, polled by the task that sends the request.
+//!
+//! hyper's client connection runs as a driver task behind a channel: each
+//! request hops from the VU's task to the driver and back, and every
+//! kept-alive connection holds hyper's read and write buffers and the
+//! channel for its whole life (~33 KiB per idle VU, docs/BENCHMARKS.md).
+//! Here the VU's own task writes the request and reads the response, and
+//! an idle connection is only its socket: the buffers come from a
+//! per-thread pool for one exchange, the read buffer only once the response
+//! has begun to arrive. HTTP/2 stays on hyper.
+//!
+//! Framing follows RFC 9112: one request in flight (no pipelining), 1xx
+//! responses skipped, bodies delimited by `content-length`, the chunked
+//! transfer coding or the end of the connection, keep-alive decided by the
+//! version and the `connection` header.
+
+use std::cell::RefCell;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Waker};
+
+use bytes::{BufMut, Bytes};
+use http::header::{
+    CONNECTION, CONTENT_LENGTH, HeaderMap, HeaderName, HeaderValue, TRANSFER_ENCODING,
+};
+use http::{Method, Request, StatusCode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+
+use super::conn::Stream;
+use super::error::{ErrorCode, HttpError};
+use super::pool::{BodyPool, PooledBuf};
+
+/// Largest response head (status line and headers) accepted.
+const MAX_HEAD: usize = 256 << 10;
+/// Most header fields in a response head (hyper's default).
+const MAX_HEADERS: usize = 100;
+/// Longest chunk-size line (with extensions) of a chunked body.
+const MAX_CHUNK_LINE: usize = 4 << 10;
+/// Size of a fresh scratch buffer and of each read into one.
+const READ_CHUNK: usize = 16 << 10;
+/// Request bodies up to this size go out in the same write as the head.
+const INLINE_BODY: usize = 16 << 10;
+/// Scratch buffers that grew beyond this are freed instead of pooled.
+const POOLED_MAX: usize = 64 << 10;
+/// Idle scratch buffers kept per thread.
+const POOLED_PER_THREAD: usize = 64;
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer borrowed from this thread's pool for the length of one
+/// exchange. A task may move between threads; the buffer then simply
+/// returns to another thread's pool.
+struct Scratch(Vec<u8>);
+
+impl Scratch {
+    fn take() -> Scratch {
+        let pooled = SCRATCH.try_with(|p| p.borrow_mut().pop()).ok().flatten();
+        Scratch(pooled.unwrap_or_else(|| Vec::with_capacity(READ_CHUNK)))
+    }
+
+    /// Read once from `stream` into the free space, making room first.
+    /// End of stream is an error: every caller expects more bytes.
+    async fn fill(&mut self, stream: &mut Stream) -> Result<(), Failure> {
+        if self.0.capacity() - self.0.len() < READ_CHUNK / 4 {
+            self.0.reserve(READ_CHUNK);
+        }
+        match stream.read_buf(&mut self.0).await {
+            Ok(0) => Err(Failure::incomplete()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(Failure::io(&e)),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.0);
+        if buf.capacity() == 0 || buf.capacity() > POOLED_MAX {
+            return;
+        }
+        buf.clear();
+        let _ = SCRATCH.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOLED_PER_THREAD {
+                p.push(buf);
+            }
+        });
+    }
+}
+
+/// Why an exchange failed, and what the server can have seen of it.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: HttpError,
+    /// No byte of the request reached the socket.
+    pub nothing_sent: bool,
+    /// No byte of a response arrived.
+    pub nothing_received: bool,
+}
+
+impl Failure {
+    fn io(err: &io::Error) -> Failure {
+        use io::ErrorKind::*;
+        let code = match err.kind() {
+            ConnectionReset | ConnectionAborted => ErrorCode::ConnectionReset,
+            BrokenPipe => ErrorCode::BrokenPipe,
+            UnexpectedEof => ErrorCode::ConnectionReset,
+            _ => ErrorCode::Tcp,
+        };
+        Failure {
+            error: HttpError::new(code, err.to_string()),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+
+    fn incomplete() -> Failure {
+        Failure {
+            error: HttpError::new(
+                ErrorCode::ConnectionReset,
+                "connection closed before the response was complete",
+            ),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+
+    fn malformed(what: impl std::fmt::Display) -> Failure {
+        Failure {
+            error: HttpError::new(ErrorCode::Generic, format!("malformed response: {what}")),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+}
+
+/// A response as read off the connection.
+pub struct Received {
+    pub status: u16,
+    /// HTTP/1.0 rather than HTTP/1.1.
+    pub http10: bool,
+    pub headers: HeaderMap,
+    /// The body as sent (still content-encoded), unless discarded.
+    pub body: Option<PooledBuf>,
+    /// Body bytes read, in both modes.
+    pub body_len: u64,
+}
+
+/// How the response body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Empty,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// The client side of one HTTP/1.1 connection.
+pub struct H1Conn {
+    stream: Stream,
+    /// Whether the last exchange left the connection fit for another.
+    reusable: bool,
+}
+
+impl H1Conn {
+    pub fn new(stream: Stream) -> H1Conn {
+        H1Conn {
+            stream,
+            reusable: true,
+        }
+    }
+
+    pub fn is_reusable(&self) -> bool {
+        self.reusable
+    }
+
+    /// Whether an idle connection can carry a request: the server has
+    /// neither closed it nor sent anything unasked. Never waits.
+    pub fn check_idle(&mut self) -> bool {
+        if !self.reusable {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut probe);
+        let mut cx = Context::from_waker(Waker::noop());
+        if Pin::new(&mut self.stream)
+            .poll_read(&mut cx, &mut buf)
+            .is_pending()
+        {
+            return true;
+        }
+        // End of stream, an error, or stray bytes: not usable.
+        self.reusable = false;
+        false
+    }
+
+    /// Send `req` and read its whole response; the body goes into a buffer
+    /// from `keep_into`, or is counted and dropped when that is `None`.
+    pub async fn exchange(
+        &mut self,
+        req: &Request<Bytes>,
+        keep_into: Option<&Arc<BodyPool>>,
+    ) -> Result<Received, Failure> {
+        // Until the response is whole, the connection is in an unknown
+        // state (a timeout drops this future midway).
+        self.reusable = false;
+        self.send(req).await?;
+        let (received, reusable) = self.receive(req.method(), keep_into).await?;
+        self.reusable = reusable && !has_token(req.headers(), CONNECTION, "close");
+        Ok(received)
+    }
+
+    async fn send(&mut self, req: &Request<Bytes>) -> Result<(), Failure> {
+        let mut head = Scratch::take();
+        let chunked = encode_head(&mut head.0, req);
+        let body = req.body();
+        let mut sent = 0usize;
+        let result = async {
+            if chunked {
+                if !body.is_empty() {
+                    head.0
+                        .extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+                    write(&mut self.stream, &head.0, &mut sent).await?;
+                    write(&mut self.stream, body, &mut sent).await?;
+                    write(&mut self.stream, b"\r\n0\r\n\r\n", &mut sent).await?;
+                } else {
+                    head.0.extend_from_slice(b"0\r\n\r\n");
+                    write(&mut self.stream, &head.0, &mut sent).await?;
+                }
+            } else if body.len() <= INLINE_BODY {
+                head.0.extend_from_slice(body);
+                write(&mut self.stream, &head.0, &mut sent).await?;
+            } else {
+                write(&mut self.stream, &head.0, &mut sent).await?;
+                write(&mut self.stream, body, &mut sent).await?;
+            }
+            self.stream.flush().await
+        }
+        .await;
+        result.map_err(|e| Failure {
+            nothing_sent: sent == 0,
+            nothing_received: true,
+            ..Failure::io(&e)
+        })
+    }
+
+    /// Read the response to a request of `method`. Also returns whether
+    /// the connection may carry another request.
+    async fn receive(
+        &mut self,
+        method: &Method,
+        keep_into: Option<&Arc<BodyPool>>,
+    ) -> Result<(Received, bool), Failure> {
+        // The server works on the request while no buffer is held.
+        self.stream.readable().await;
+        let mut rb = Scratch::take();
+        let head = loop {
+            if !rb.0.is_empty() {
+                match parse_head(&rb.0)? {
+                    Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
+                        // 1xx: an interim response; the final one follows.
+                        rb.0.drain(..head.len);
+                        continue;
+                    }
+                    Some(head) => break head,
+                    None if rb.0.len() >= MAX_HEAD => {
+                        return Err(Failure::malformed(format!(
+                            "response head larger than {} KiB",
+                            MAX_HEAD >> 10
+                        )));
+                    }
+                    None => {}
+                }
+            }
+            let before = rb.0.len();
+            if let Err(mut f) = rb.fill(&mut self.stream).await {
+                f.nothing_received = before == 0;
+                return Err(f);
+            }
+        };
+        let framing = framing(method, head.status, &head.headers)?;
+        let mut reusable = framing != Framing::UntilClose
+            && head.status != 101
+            && if head.http10 {
+                has_token(&head.headers, CONNECTION, "keep-alive")
+            } else {
+                !has_token(&head.headers, CONNECTION, "close")
+            };
+        let mut body = keep_into.map(|pool| {
+            pool.take(match framing {
+                Framing::Length(n) => usize::try_from(n).ok(),
+                _ => None,
+            })
+        });
+        let mut len = 0u64;
+        let mut pos = head.len;
+        match framing {
+            Framing::Empty => {}
+            Framing::Length(n) => {
+                let first = (rb.0.len() - pos).min(usize::try_from(n).unwrap_or(usize::MAX));
+                keep(&mut body, &rb.0[pos..pos + first]);
+                pos += first;
+                len = first as u64;
+                if pos == rb.0.len() && len < n {
+                    // The rest straight from the socket into the body.
+                    let remaining = n - len;
+                    len += self.read_exact_into(&mut body, &mut rb, remaining).await?;
+                    pos = rb.0.len();
+                }
+            }
+            Framing::Chunked => {
+                pos = self.read_chunked(&mut body, &mut rb, pos, &mut len).await?;
+            }
+            Framing::UntilClose => {
+                len = self.read_to_end(&mut body, &mut rb, pos).await?;
+                pos = rb.0.len();
+            }
+        }
+        // Bytes after the response were never asked for.
+        reusable &= pos == rb.0.len();
+        Ok((
+            Received {
+                status: head.status,
+                http10: head.http10,
+                headers: head.headers,
+                body,
+                body_len: len,
+            },
+            reusable,
+        ))
+    }
+
+    /// Read exactly `n` more body bytes: into the body's own buffer when
+    /// kept (no copy), through `rb` when discarded. Leaves `rb` empty.
+    async fn read_exact_into(
+        &mut self,
+        body: &mut Option<PooledBuf>,
+        rb: &mut Scratch,
+        n: u64,
+    ) -> Result<u64, Failure> {
+        let mut remaining = n;
+        while remaining > 0 {
+            let limit = usize::try_from(remaining).unwrap_or(usize::MAX);
+            let got = match body {
+                Some(b) => {
+                    let buf = b.vec_mut();
+                    if buf.capacity() == buf.len() {
+                        buf.reserve(limit.min(READ_CHUNK * 4));
+                    }
+                    self.stream.read_buf(&mut buf.limit(limit)).await
+                }
+                None => {
+                    rb.0.clear();
+                    let room = rb.0.capacity().max(READ_CHUNK);
+                    self.stream
+                        .read_buf(&mut (&mut rb.0).limit(limit.min(room)))
+                        .await
+                }
+            };
+            match got {
+                Ok(0) => return Err(Failure::incomplete()),
+                Ok(k) => remaining -= k as u64,
+                Err(e) => return Err(Failure::io(&e)),
+            }
+        }
+        rb.0.clear();
+        Ok(n)
+    }
+
+    /// Read a chunked body whose first bytes are `rb[pos..]`. Returns the
+    /// position in `rb` after the last chunk and its trailers.
+    async fn read_chunked(
+        &mut self,
+        body: &mut Option<PooledBuf>,
+        rb: &mut Scratch,
+        mut pos: usize,
+        len: &mut u64,
+    ) -> Result<usize, Failure> {
+        loop {
+            let line = self.line(rb, &mut pos).await?;
+            let size = chunk_size(&rb.0[line.clone()])?;
+            if size == 0 {
+                // Trailer fields, up to an empty line; they are dropped.
+                loop {
+                    let line = self.line(rb, &mut pos).await?;
+                    if line.is_empty() {
+                        return Ok(pos);
+                    }
+                }
+            }
+            let mut remaining = size;
+            while remaining > 0 {
+                if pos == rb.0.len() {
+                    rb.0.clear();
+                    pos = 0;
+                    rb.fill(&mut self.stream).await?;
+                }
+                let take = (rb.0.len() - pos).min(usize::try_from(remaining).unwrap_or(usize::MAX));
+                keep(body, &rb.0[pos..pos + take]);
+                pos += take;
+                remaining -= take as u64;
+                *len += take as u64;
+            }
+            let end = self.line(rb, &mut pos).await?;
+            if !end.is_empty() {
+                return Err(Failure::malformed("chunk data longer than its size"));
+            }
+        }
+    }
+
+    /// The next CRLF-terminated line at `rb[*pos..]`, reading as needed.
+    /// Returns its range in `rb` without the CRLF and moves `pos` past it;
+    /// may move the unread bytes to the front of `rb`.
+    async fn line(
+        &mut self,
+        rb: &mut Scratch,
+        pos: &mut usize,
+    ) -> Result<std::ops::Range<usize>, Failure> {
+        loop {
+            if let Some(i) = rb.0[*pos..].windows(2).position(|w| w == b"\r\n") {
+                let line = *pos..*pos + i;
+                *pos += i + 2;
+                return Ok(line);
+            }
+            if rb.0.len() - *pos > MAX_CHUNK_LINE {
+                return Err(Failure::malformed("chunk line too long"));
+            }
+            rb.0.drain(..*pos);
+            *pos = 0;
+            rb.fill(&mut self.stream).await?;
+        }
+    }
+
+    /// A body delimited by the end of the connection, whose first bytes
+    /// are `rb[pos..]`.
+    async fn read_to_end(
+        &mut self,
+        body: &mut Option<PooledBuf>,
+        rb: &mut Scratch,
+        pos: usize,
+    ) -> Result<u64, Failure> {
+        let mut len = (rb.0.len() - pos) as u64;
+        keep(body, &rb.0[pos..]);
+        loop {
+            rb.0.clear();
+            let got = match body {
+                Some(b) => {
+                    let buf = b.vec_mut();
+                    if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+                        buf.reserve(READ_CHUNK);
+                    }
+                    self.stream.read_buf(buf).await
+                }
+                None => self.stream.read_buf(&mut rb.0).await,
+            };
+            match got {
+                Ok(0) => return Ok(len),
+                Ok(k) => len += k as u64,
+                Err(e) => return Err(Failure::io(&e)),
+            }
+        }
+    }
+}
+
+async fn write(stream: &mut Stream, bytes: &[u8], sent: &mut usize) -> io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = stream.write(&bytes[at..]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        at += n;
+        *sent += n;
+    }
+    Ok(())
+}
+
+fn keep(body: &mut Option<PooledBuf>, bytes: &[u8]) {
+    if let Some(b) = body {
+        b.extend(bytes);
+    }
+}
+
+/// Write the request line and header section of `req` to `out`. Returns
+/// whether the body goes out chunked (the test set
+/// `transfer-encoding: chunked` itself); otherwise a `content-length` is
+/// added where the test set none and the method carries a body.
+fn encode_head(out: &mut Vec<u8>, req: &Request<Bytes>) -> bool {
+    out.extend_from_slice(req.method().as_str().as_bytes());
+    out.push(b' ');
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    out.extend_from_slice(if target.is_empty() { "/" } else { target }.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in req.headers() {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let chunked = has_token(req.headers(), TRANSFER_ENCODING, "chunked");
+    let carries_body = !req.body().is_empty()
+        || matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
+    if !chunked && carries_body && !req.headers().contains_key(CONTENT_LENGTH) {
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(req.body().len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    chunked
+}
+
+/// A parsed response head.
+struct Head {
+    status: u16,
+    http10: bool,
+    headers: HeaderMap,
+    /// Its length in bytes, blank line included.
+    len: usize,
+}
+
+/// The response head at the start of `buf`, or `None` when it is not
+/// complete yet.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Response::new(&mut fields);
+    let len = match parsed.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(Failure::malformed(e)),
+    };
+    let status = parsed
+        .code
+        .and_then(|c| StatusCode::from_u16(c).ok())
+        .ok_or_else(|| Failure::malformed("invalid status code"))?
+        .as_u16();
+    let mut headers = HeaderMap::with_capacity(parsed.headers.len());
+    for field in parsed.headers.iter() {
+        let name = HeaderName::from_bytes(field.name.as_bytes())
+            .map_err(|_| Failure::malformed(format!("invalid header name {:?}", field.name)))?;
+        let value = HeaderValue::from_bytes(field.value)
+            .map_err(|_| Failure::malformed(format!("invalid value of header {name}")))?;
+        headers.append(name, value);
+    }
+    Ok(Some(Head {
+        status,
+        http10: parsed.version == Some(0),
+        headers,
+        len,
+    }))
+}
+
+/// How the body of a response with `status` to `method` is delimited
+/// (RFC 9112, section 6.3).
+fn framing(method: &Method, status: u16, headers: &HeaderMap) -> Result<Framing, Failure> {
+    if *method == Method::HEAD || (100..200).contains(&status) || status == 204 || status == 304 {
+        return Ok(Framing::Empty);
+    }
+    if headers.contains_key(TRANSFER_ENCODING) {
+        // Chunked must be the last coding; otherwise the body runs to the
+        // end of the connection.
+        let last = headers
+            .get_all(TRANSFER_ENCODING)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .rfind(|c| !c.is_empty());
+        return Ok(match last {
+            Some(c) if c.eq_ignore_ascii_case("chunked") => Framing::Chunked,
+            _ => Framing::UntilClose,
+        });
+    }
+    let mut length = None;
+    for value in headers.get_all(CONTENT_LENGTH) {
+        for part in value.as_bytes().split(|&b| b == b',') {
+            let n = std::str::from_utf8(part)
+                .ok()
+                .map(str::trim)
+                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(|| Failure::malformed("invalid content-length"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err(Failure::malformed("conflicting content-length values"));
+            }
+            length = Some(n);
+        }
+    }
+    Ok(match length {
+        Some(0) => Framing::Empty,
+        Some(n) => Framing::Length(n),
+        None => Framing::UntilClose,
+    })
+}
+
+/// The size of a chunk from its size line (extensions ignored).
+fn chunk_size(line: &[u8]) -> Result<u64, Failure> {
+    let hex = line.split(|&b| b == b';').next().unwrap_or_default();
+    let hex = std::str::from_utf8(hex)
+        .map(str::trim)
+        .map_err(|_| Failure::malformed("invalid chunk size"))?;
+    if hex.is_empty() || hex.len() > 16 {
+        return Err(Failure::malformed("invalid chunk size"));
+    }
+    u64::from_str_radix(hex, 16).map_err(|_| Failure::malformed("invalid chunk size"))
+}
+
+/// Whether a comma-separated header has `token` (case-insensitive).
+fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+/// Whether a failed request may go out again on a fresh connection: only
+/// when the server cannot have acted on it, or when acting twice does no
+/// harm (the methods Go's client replays, as k6 does).
+pub fn may_retry(method: &Method, failure: &Failure) -> bool {
+    failure.nothing_sent
+        || (failure.nothing_received
+            && matches!(
+                *method,
+                Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+            ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::conn::{IoMarks, MeteredIo};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// What the scripted server does for one request: write these pieces
+    /// (one write each, a pause between), then maybe close.
+    struct Reply {
+        pieces: Vec<Vec<u8>>,
+        close: bool,
+    }
+
+    fn reply(pieces: &[&[u8]], close: bool) -> Reply {
+        Reply {
+            pieces: pieces.iter().map(|p| p.to_vec()).collect(),
+            close,
+        }
+    }
+
+    /// A server on loopback that answers the requests of one connection
+    /// with `replies`, in order, and a client connection to it.
+    async fn scripted(replies: Vec<Reply>) -> H1Conn {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.expect("accept");
+            for r in replies {
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let mut buf = [0u8; 1024];
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                for piece in &r.pieces {
+                    sock.write_all(piece).await.expect("write");
+                    sock.flush().await.expect("flush");
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                if r.close {
+                    return;
+                }
+            }
+            // Hold the connection open until the client is done.
+            let mut buf = [0u8; 16];
+            let _ = sock.read(&mut buf).await;
+        });
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        H1Conn::new(Stream::Plain(MeteredIo::new(
+            stream,
+            Arc::new(IoMarks::default()),
+        )))
+    }
+
+    fn get(method: Method) -> Request<Bytes> {
+        Request::builder()
+            .method(method)
+            .uri("/x")
+            .header("host", "test")
+            .body(Bytes::new())
+            .expect("valid request")
+    }
+
+    fn text(r: &Received) -> &[u8] {
+        r.body.as_ref().map_or(&[][..], |b| b.as_slice())
+    }
+
+    #[tokio::test]
+    async fn chunked_interim_and_sized_responses_share_a_connection() {
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![
+            // Chunked, split mid-line, with an extension and a trailer.
+            reply(
+                &[
+                    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r",
+                    b"\nhello\r\n6\r\n wo",
+                    b"rld\r\n0\r\nX-Trailer: t\r\n\r\n",
+                ],
+                false,
+            ),
+            // An interim response before the real one.
+            reply(
+                &[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 3\r\n\r\nabc"],
+                false,
+            ),
+            // HEAD: a length, but no body follows.
+            reply(&[b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n"], false),
+        ])
+        .await;
+        let r = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .expect("chunked");
+        assert_eq!(
+            (r.status, text(&r), r.body_len),
+            (200, &b"hello world"[..], 11)
+        );
+        assert!(conn.check_idle());
+        let r = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .expect("1xx");
+        assert_eq!((r.status, text(&r)), (201, &b"abc"[..]));
+        assert!(conn.check_idle());
+        let r = conn
+            .exchange(&get(Method::HEAD), Some(&pool))
+            .await
+            .expect("head");
+        assert_eq!((r.status, r.body_len), (200, 0));
+        assert!(conn.is_reusable());
+    }
+
+    #[tokio::test]
+    async fn large_bodies_arrive_whole_kept_or_counted() {
+        let body: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let mut resp = b"HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n".to_vec();
+        resp.extend_from_slice(&body);
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(&[&resp], false), reply(&[&resp], false)]).await;
+        let r = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .expect("kept");
+        assert!(text(&r) == body.as_slice());
+        let r = conn
+            .exchange(&get(Method::GET), None)
+            .await
+            .expect("discarded");
+        assert_eq!((r.body.is_none(), r.body_len), (true, 1_000_000));
+        assert!(conn.check_idle());
+    }
+
+    #[tokio::test]
+    async fn connections_close_when_the_response_says_so() {
+        let pool = BodyPool::new(8);
+        // HTTP/1.0 without keep-alive, body delimited by the close.
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.0 200 OK\r\n\r\nuntil ", b"close"],
+            true,
+        )])
+        .await;
+        let r = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .expect("1.0");
+        assert_eq!((r.http10, text(&r)), (true, &b"until close"[..]));
+        assert!(!conn.is_reusable());
+
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 2\r\n\r\nok"],
+            true,
+        )])
+        .await;
+        conn.exchange(&get(Method::GET), Some(&pool))
+            .await
+            .expect("close");
+        assert!(!conn.is_reusable());
+
+        // A kept-alive connection the server closes while idle.
+        let mut conn = scripted(vec![reply(&[b"HTTP/1.1 204 No Content\r\n\r\n"], true)]).await;
+        conn.exchange(&get(Method::GET), Some(&pool))
+            .await
+            .expect("204");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!conn.check_idle());
+    }
+
+    #[tokio::test]
+    async fn cut_and_garbled_responses_fail_with_codes() {
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf"],
+            true,
+        )])
+        .await;
+        let f = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .err()
+            .expect("cut");
+        assert_eq!(f.error.code, ErrorCode::ConnectionReset, "{}", f.error);
+        assert!(!f.nothing_received && !conn.is_reusable());
+
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"],
+            true,
+        )])
+        .await;
+        let f = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .err()
+            .expect("bad chunk");
+        assert_eq!(f.error.code, ErrorCode::Generic, "{}", f.error);
+
+        // Closed before any byte of a response: safe to send again.
+        let mut conn = scripted(vec![reply(&[], true)]).await;
+        let f = conn
+            .exchange(&get(Method::GET), Some(&pool))
+            .await
+            .err()
+            .expect("closed");
+        assert!(f.nothing_received && may_retry(&Method::GET, &f));
+    }
+
+    fn head_of(req: Request<Bytes>) -> (String, bool) {
+        let mut out = Vec::new();
+        let chunked = encode_head(&mut out, &req);
+        (String::from_utf8(out).expect("ASCII head"), chunked)
+    }
+
+    #[test]
+    fn request_heads_carry_a_length_where_a_body_may_be() {
+        let get = Request::get("/a?b=c")
+            .header("host", "h:1")
+            .body(Bytes::new())
+            .expect("valid request");
+        assert_eq!(head_of(get).0, "GET /a?b=c HTTP/1.1\r\nhost: h:1\r\n\r\n");
+        let post = Request::post("/p").body(Bytes::new()).expect("valid");
+        assert_eq!(
+            head_of(post).0,
+            "POST /p HTTP/1.1\r\ncontent-length: 0\r\n\r\n"
+        );
+        let put = Request::put("/p")
+            .body(Bytes::from_static(b"xyz"))
+            .expect("valid");
+        assert!(head_of(put).0.ends_with("content-length: 3\r\n\r\n"));
+        let chunked = Request::post("/p")
+            .header("transfer-encoding", "chunked")
+            .body(Bytes::from_static(b"xyz"))
+            .expect("valid");
+        let (head, is_chunked) = head_of(chunked);
+        assert!(is_chunked && !head.contains("content-length"));
+    }
+
+    #[test]
+    fn heads_parse_whole_or_not_at_all() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nX-A: 2\r\n\r\nhello";
+        assert!(parse_head(&raw[..20]).expect("valid so far").is_none());
+        let head = parse_head(raw).expect("valid").expect("complete");
+        assert_eq!(
+            (head.status, head.http10, head.len),
+            (200, false, raw.len() - 5)
+        );
+        assert_eq!(head.headers.get_all("x-a").iter().count(), 2);
+        assert!(parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n").is_err());
+        assert!(parse_head(b"garbage\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn bodies_are_framed_as_rfc_9112_says() {
+        let h = |pairs: &[(&str, &str)]| {
+            let mut m = HeaderMap::new();
+            for (k, v) in pairs {
+                m.append(
+                    HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                    HeaderValue::from_str(v).expect("value"),
+                );
+            }
+            m
+        };
+        let get = Method::GET;
+        let len = h(&[("content-length", "10")]);
+        assert_eq!(framing(&get, 200, &len).ok(), Some(Framing::Length(10)));
+        assert_eq!(framing(&Method::HEAD, 200, &len).ok(), Some(Framing::Empty));
+        assert_eq!(framing(&get, 304, &len).ok(), Some(Framing::Empty));
+        assert_eq!(framing(&get, 204, &h(&[])).ok(), Some(Framing::Empty));
+        assert_eq!(framing(&get, 200, &h(&[])).ok(), Some(Framing::UntilClose));
+        let te = h(&[
+            ("transfer-encoding", "gzip, chunked"),
+            ("content-length", "3"),
+        ]);
+        assert_eq!(framing(&get, 200, &te).ok(), Some(Framing::Chunked));
+        let te = h(&[("transfer-encoding", "chunked, gzip")]);
+        assert_eq!(framing(&get, 200, &te).ok(), Some(Framing::UntilClose));
+        assert!(framing(&get, 200, &h(&[("content-length", "1, 2")])).is_err());
+        assert!(framing(&get, 200, &h(&[("content-length", "-1")])).is_err());
+        assert_eq!(
+            framing(&get, 200, &h(&[("content-length", "7, 7")])).ok(),
+            Some(Framing::Length(7))
+        );
+    }
+
+    #[test]
+    fn chunk_sizes_are_hex_with_optional_extensions() {
+        assert_eq!(chunk_size(b"1a").ok(), Some(26));
+        assert_eq!(chunk_size(b"FF;name=value").ok(), Some(255));
+        assert!(chunk_size(b"").is_err());
+        assert!(chunk_size(b"zz").is_err());
+        assert!(chunk_size(b"11111111111111111").is_err());
+    }
+
+    #[test]
+    fn only_requests_the_server_cannot_have_seen_or_safe_ones_retry() {
+        let f = |sent: bool, received: bool| Failure {
+            error: HttpError::new(ErrorCode::ConnectionReset, "x"),
+            nothing_sent: !sent,
+            nothing_received: !received,
+        };
+        assert!(may_retry(&Method::POST, &f(false, false)));
+        assert!(!may_retry(&Method::POST, &f(true, false)));
+        assert!(may_retry(&Method::GET, &f(true, false)));
+        assert!(!may_retry(&Method::GET, &f(true, true)));
+    }
+}
