@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::{Outcome, Scenario, Vu, iterate, join_all};
+use super::{HardStop, Outcome, Scenario, Vu, iterate, join_all};
 use crate::metrics::Builtin;
 
 /// Free VUs, each waiting on its own channel for the scheduled instant of
@@ -154,6 +154,7 @@ async fn worker(mut vu: Vu, sc: Arc<Scenario>, idle: Idle, dropped: Dropped) {
     let (tx, mut rx) = mpsc::channel::<Instant>(1);
     let rec = sc.factory.shared.recorder.clone();
     let tags = sc.factory.scenario.tags.clone();
+    let mut hard = HardStop::new(&sc);
     loop {
         // Iterations dropped while every VU was busy waited at least
         // until now for one.
@@ -187,7 +188,8 @@ async fn worker(mut vu: Vu, sc: Arc<Scenario>, idle: Idle, dropped: Dropped) {
         };
         let lateness = Instant::now().saturating_duration_since(at);
         sc.vu_active();
-        let outcome = iterate(&mut vu, &sc, Some(lateness), std::future::pending()).await;
+        let cut = std::future::pending();
+        let outcome = iterate(&mut vu, &sc, &mut hard, Some(lateness), cut).await;
         sc.vu_idle();
         if outcome == Outcome::Interrupted {
             break;

@@ -11,7 +11,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    DEFAULT_GRACEFUL_STOP, Fields, Outcome, Scenario, Segment, Stage, Vu, iterate, join_all,
+    DEFAULT_GRACEFUL_STOP, Fields, HardStop, Outcome, Scenario, Segment, Stage, Vu, iterate,
+    join_all,
 };
 use crate::output::format::duration_short;
 
@@ -147,6 +148,7 @@ async fn ramped_vu(
     mut target: watch::Receiver<u32>,
     ramp_down: Duration,
 ) -> Vu {
+    let mut hard = HardStop::new(&sc);
     loop {
         // Wait to be included in the plan.
         tokio::select! {
@@ -161,7 +163,9 @@ async fn ramped_vu(
                 let _ = rx.wait_for(|t| *t <= index).await;
                 tokio::time::sleep(ramp_down).await;
             };
-            if iterate(&mut vu, &sc, None, cut).await == Outcome::Interrupted && sc.hard_stopped() {
+            if iterate(&mut vu, &sc, &mut hard, None, cut).await == Outcome::Interrupted
+                && sc.hard_stopped()
+            {
                 break;
             }
         }
