@@ -35,6 +35,8 @@ use super::pool::{BodyPool, PooledBuf};
 const MAX_HEAD: usize = 256 << 10;
 /// Most header fields in a response head (hyper's default).
 const MAX_HEADERS: usize = 100;
+/// Header fields parsed without a heap array.
+const FEW_HEADERS: usize = 24;
 /// Longest chunk-size line (with extensions) of a chunked body.
 const MAX_CHUNK_LINE: usize = 4 << 10;
 /// Size of a fresh scratch buffer and of each read into one.
@@ -99,6 +101,8 @@ pub struct Failure {
     pub nothing_sent: bool,
     /// No byte of a response arrived.
     pub nothing_received: bool,
+    /// The head had more fields than the array it was parsed into.
+    too_many_headers: bool,
 }
 
 impl Failure {
@@ -114,6 +118,7 @@ impl Failure {
             error: HttpError::new(code, err.to_string()),
             nothing_sent: false,
             nothing_received: false,
+            too_many_headers: false,
         }
     }
 
@@ -125,6 +130,7 @@ impl Failure {
             ),
             nothing_sent: false,
             nothing_received: false,
+            too_many_headers: false,
         }
     }
 
@@ -133,6 +139,7 @@ impl Failure {
             error: HttpError::new(ErrorCode::Generic, format!("malformed response: {what}")),
             nothing_sent: false,
             nothing_received: false,
+            too_many_headers: false,
         }
     }
 }
@@ -524,11 +531,32 @@ struct Head {
 /// The response head at the start of `buf`, or `None` when it is not
 /// complete yet.
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Response::new(&mut fields);
+    // Most heads fit the small array; it lives on the stack of whoever
+    // polls the exchange (a VU's fiber, whose touched pages stay
+    // resident), so the full-size one is on the heap, for the rare rest.
+    let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
+    match parse_head_with(buf, &mut few) {
+        Err(f) if f.too_many_headers => {
+            parse_head_with(buf, &mut vec![httparse::EMPTY_HEADER; MAX_HEADERS])
+        }
+        other => other,
+    }
+}
+
+fn parse_head_with<'b>(
+    buf: &'b [u8],
+    fields: &mut [httparse::Header<'b>],
+) -> Result<Option<Head>, Failure> {
+    let mut parsed = httparse::Response::new(fields);
     let len = match parsed.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(Failure {
+                too_many_headers: true,
+                ..Failure::malformed(format!("more than {} header fields", fields.len()))
+            });
+        }
         Err(e) => return Err(Failure::malformed(e)),
     };
     let status = parsed
@@ -536,11 +564,16 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
         .and_then(|c| StatusCode::from_u16(c).ok())
         .ok_or_else(|| Failure::malformed("invalid status code"))?
         .as_u16();
+    // One copy of the head; every value is a slice of it, not an
+    // allocation of its own.
+    let raw = Bytes::copy_from_slice(&buf[..len]);
     let mut headers = HeaderMap::with_capacity(parsed.headers.len());
     for field in parsed.headers.iter() {
         let name = HeaderName::from_bytes(field.name.as_bytes())
             .map_err(|_| Failure::malformed(format!("invalid header name {:?}", field.name)))?;
-        let value = HeaderValue::from_bytes(field.value)
+        // httparse's values borrow from `buf`, which `raw` copies.
+        let at = field.value.as_ptr() as usize - buf.as_ptr() as usize;
+        let value = HeaderValue::from_maybe_shared(raw.slice(at..at + field.value.len()))
             .map_err(|_| Failure::malformed(format!("invalid value of header {name}")))?;
         headers.append(name, value);
     }
@@ -877,6 +910,23 @@ mod tests {
         );
         assert_eq!(head.headers.get_all("x-a").iter().count(), 2);
         assert!(parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n").is_err());
+        // Past the stack array, up to the limit, and past it.
+        let many = |n: usize| {
+            let mut raw = b"HTTP/1.1 200 OK\r\n".to_vec();
+            for i in 0..n {
+                raw.extend_from_slice(format!("x-{i}: {i}\r\n").as_bytes());
+            }
+            raw.extend_from_slice(b"\r\n");
+            raw
+        };
+        let head = parse_head(&many(MAX_HEADERS))
+            .expect("valid")
+            .expect("whole");
+        assert_eq!(
+            head.headers.get("x-99").map(|v| v.as_bytes()),
+            Some(&b"99"[..])
+        );
+        assert!(parse_head(&many(MAX_HEADERS + 1)).is_err());
         assert!(parse_head(b"garbage\r\n\r\n").is_err());
     }
 
@@ -929,6 +979,7 @@ mod tests {
             error: HttpError::new(ErrorCode::ConnectionReset, "x"),
             nothing_sent: !sent,
             nothing_received: !received,
+            too_many_headers: false,
         };
         assert!(may_retry(&Method::POST, &f(false, false)));
         assert!(!may_retry(&Method::POST, &f(true, false)));
