@@ -284,13 +284,18 @@ impl Client {
             },
             h2c: !target.tls && self.config.h2c,
         };
-        let task = tokio::spawn(dial(
+        let (resolver, host, port, authority) = (
             self.resolver.clone(),
             target.host.clone(),
             target.port,
             target.host_header.clone(),
-            how,
-        ));
+        );
+        // The dial future (a TLS handshake inside) is built in the task,
+        // on a worker's stack: spawning it whole would copy it through
+        // several frames of the caller's, the VU's fiber when polled
+        // inline, whose touched pages stay resident.
+        let task =
+            tokio::spawn(async move { Box::pin(dial(resolver, host, port, authority, how)).await });
         let dialled = task
             .await
             .map_err(|e| HttpError::new(ErrorCode::Generic, format!("connect task failed: {e}")))?;
