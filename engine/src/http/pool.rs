@@ -16,6 +16,9 @@ const DEFAULT_CAPACITY: usize = 1 << 10;
 /// pin their memory. The pool holds at most `max_buffers` × this.
 const MAX_POOLED_CAPACITY: usize = 64 << 10;
 
+/// Most bytes reserved before a body arrives.
+const MAX_UPFRONT: usize = 16 << 20;
+
 #[derive(Debug)]
 pub struct BodyPool {
     free: ArrayQueue<Vec<u8>>,
@@ -31,7 +34,9 @@ impl BodyPool {
 
     /// A buffer for a body of `expected` bytes, if known.
     pub fn take(self: &Arc<Self>, expected: Option<usize>) -> PooledBuf {
-        let want = expected.unwrap_or(DEFAULT_CAPACITY);
+        // A length from the server is a claim, not a fact: past a bound
+        // the buffer grows with the bytes that actually arrive.
+        let want = expected.unwrap_or(DEFAULT_CAPACITY).min(MAX_UPFRONT);
         let mut buf = match self.free.pop() {
             Some(buf) => buf,
             // Large bodies skip the pool entirely.
@@ -109,6 +114,13 @@ mod tests {
         assert!(b.is_empty());
         assert_eq!(b.buf.capacity(), cap);
         assert_eq!(pool.idle(), 0);
+    }
+
+    #[test]
+    fn a_claimed_length_reserves_at_most_the_bound() {
+        let pool = BodyPool::new(4);
+        let b = pool.take(Some(usize::MAX / 2));
+        assert!(b.buf.capacity() <= MAX_UPFRONT);
     }
 
     #[test]
