@@ -2,7 +2,6 @@
 //! by origin, its cookie jar and the URLs it parsed last. Shared (behind one uncontended lock) with
 //! the tasks of a batch, so that a batch reuses and adds connections.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::conn::{Conn, Proto};
@@ -19,21 +18,53 @@ pub struct VuConnections {
     inner: Arc<Mutex<VuInner>>,
 }
 
+/// What a VU keeps per origin (`scheme://host:port`).
+struct Origin {
+    key: Box<str>,
+    idle: Vec<Conn>,
+    /// Known to speak HTTP/1.1: a batch opens connections to it in
+    /// parallel instead of waiting to learn whether one can be shared.
+    http1: bool,
+    /// Held while a batch task opens a connection that might turn out to
+    /// be HTTP/2 and so serve the others.
+    gate: Option<Arc<tokio::sync::Mutex<()>>>,
+}
+
 #[derive(Default)]
 struct VuInner {
-    idle: HashMap<String, Vec<Conn>>,
-    /// Origins known to speak HTTP/1.1, where a batch opens connections in
-    /// parallel instead of waiting to learn whether one can be shared.
-    http1: HashSet<String>,
-    /// One gate per origin, held while a batch task opens a connection
-    /// that might turn out to be HTTP/2 and so serve the others.
-    gates: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
+    /// A list, not a map: a VU talks to one or a few origins, and a scan
+    /// of those (the last one used first) is cheaper than hashing the key
+    /// twice per request.
+    origins: Vec<Origin>,
     /// The iteration these connections were last used in.
     iteration: u64,
     jar: CookieJar,
     /// The last [`TARGETS`] URLs parsed, replaced round-robin.
     targets: Vec<(Box<str>, Arc<Target>)>,
     next_target: usize,
+}
+
+impl VuInner {
+    /// The entry of `key`, moved to the front of the list.
+    fn origin(&mut self, key: &str) -> Option<&mut Origin> {
+        let i = self.origins.iter().position(|o| &*o.key == key)?;
+        self.origins.swap(0, i);
+        self.origins.first_mut()
+    }
+
+    fn origin_or_new(&mut self, key: &str) -> &mut Origin {
+        if self.origin(key).is_none() {
+            self.origins.push(Origin {
+                key: key.into(),
+                idle: Vec::new(),
+                http1: false,
+                gate: None,
+            });
+            let last = self.origins.len() - 1;
+            self.origins.swap(0, last);
+        }
+        &mut self.origins[0]
+    }
 }
 
 impl VuConnections {
@@ -45,7 +76,7 @@ impl VuConnections {
     /// HTTP/2 one stays in the pool and a handle on it is returned.
     pub(super) fn take(&self, key: &str) -> Option<Conn> {
         let mut inner = self.lock();
-        let conns = inner.idle.get_mut(key)?;
+        let conns = &mut inner.origin(key)?.idle;
         while let Some(conn) = conns.last_mut() {
             if !conn.check_idle() {
                 conns.pop();
@@ -83,33 +114,32 @@ impl VuConnections {
             return;
         }
         let mut inner = self.lock();
-        if conn.proto() == Proto::Http1 && !inner.http1.contains(key) {
-            inner.http1.insert(key.to_owned());
-        }
-        match inner.idle.get_mut(key) {
-            Some(v) => {
-                // One HTTP/2 connection per origin is enough.
-                if conn.proto() == Proto::Http2
-                    && v.iter().any(|c| c.proto() == Proto::Http2 && c.is_open())
+        let origin = inner.origin_or_new(key);
+        match conn.proto() {
+            Proto::Http1 => origin.http1 = true,
+            // One HTTP/2 connection per origin is enough.
+            Proto::Http2 => {
+                if origin
+                    .idle
+                    .iter()
+                    .any(|c| c.proto() == Proto::Http2 && c.is_open())
                 {
                     return;
                 }
-                v.push(conn)
-            }
-            None => {
-                inner.idle.insert(key.to_owned(), vec![conn]);
             }
         }
+        origin.idle.push(conn);
     }
 
     /// The gate to hold while opening a connection to `key` from a batch,
     /// or `None` when the origin is known to be HTTP/1.1.
     pub(super) fn gate(&self, key: &str) -> Option<Arc<tokio::sync::Mutex<()>>> {
         let mut inner = self.lock();
-        if inner.http1.contains(key) {
+        let origin = inner.origin_or_new(key);
+        if origin.http1 {
             return None;
         }
-        Some(inner.gates.entry(key.to_owned()).or_default().clone())
+        Some(origin.gate.get_or_insert_with(Default::default).clone())
     }
 
     /// Note the VU's current iteration; with `drop_idle`
@@ -120,7 +150,9 @@ impl VuConnections {
         if inner.iteration != iteration {
             inner.iteration = iteration;
             if drop_idle {
-                inner.idle.clear();
+                for origin in &mut inner.origins {
+                    origin.idle.clear();
+                }
             }
         }
     }
@@ -132,7 +164,7 @@ impl VuConnections {
 
     /// Open connections kept by this VU.
     pub fn len(&self) -> usize {
-        self.lock().idle.values().map(Vec::len).sum()
+        self.lock().origins.iter().map(|o| o.idle.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -143,6 +175,48 @@ impl VuConnections {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::conn::{IoMarks, MeteredIo, Sender, Stream};
+    use crate::http::h1::H1Conn;
+
+    async fn plain_conn(listener: &tokio::net::TcpListener) -> Conn {
+        let addr = listener.local_addr().expect("address");
+        let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let marks = Arc::new(IoMarks::default());
+        Conn {
+            sender: Sender::H1(H1Conn::new(Stream::Plain(MeteredIo::new(
+                stream,
+                marks.clone(),
+            )))),
+            marks,
+            reused: true,
+            tls_version: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_connections_are_kept_per_origin() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let conns = VuConnections::default();
+        // Before any connection, a batch must wait at the gate.
+        assert!(conns.gate("http://a:1").is_some());
+        conns.put("http://a:1", plain_conn(&listener).await);
+        conns.put("http://b:1", plain_conn(&listener).await);
+        conns.put("http://a:1", plain_conn(&listener).await);
+        assert_eq!(conns.len(), 3);
+        assert!(conns.take("http://a:1").is_some());
+        assert!(conns.take("http://b:1").is_some());
+        assert!(conns.take("http://b:1").is_none());
+        assert!(conns.take("http://c:1").is_none());
+        assert!(conns.take("http://a:1").is_some());
+        assert!(conns.is_empty());
+        // Known HTTP/1.1 now: no gate.
+        assert!(conns.gate("http://a:1").is_none());
+        conns.put("http://a:1", plain_conn(&listener).await);
+        conns.begin_iteration(1, true);
+        assert!(conns.is_empty());
+    }
 
     #[test]
     fn recent_urls_are_parsed_once_and_kept_bounded() {
