@@ -8,7 +8,7 @@
 //! path and check name, so a group entered every iteration costs one small
 //! path string per entry and no tag-set allocation.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,10 +34,12 @@ pub struct Groups {
     /// Tags outside any group (the scenario's).
     root: Tags,
     open: Vec<Open>,
-    /// Tags inside a group, by its path.
-    scopes: HashMap<Arc<str>, Tags>,
+    /// Tags inside a group, by its path. (Fx hashing: these maps are per
+    /// VU and bounded by `CACHE_LIMIT`, so forced collisions would only
+    /// slow the guest that forced them.)
+    scopes: FxHashMap<Arc<str>, Tags>,
     /// Tags of a check, by the path of its group ("" at the top) and name.
-    checks: HashMap<Arc<str>, HashMap<String, Tags>>,
+    checks: FxHashMap<Arc<str>, FxHashMap<String, Tags>>,
 }
 
 impl Groups {
@@ -45,8 +47,8 @@ impl Groups {
         Groups {
             root,
             open: Vec::new(),
-            scopes: HashMap::new(),
-            checks: HashMap::new(),
+            scopes: FxHashMap::default(),
+            checks: FxHashMap::default(),
         }
     }
 

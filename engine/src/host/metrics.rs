@@ -29,10 +29,16 @@ impl Host for VuState {
         value: f64,
         tags: Vec<(String, String)>,
     ) -> wasmtime::Result<()> {
-        if self.shared.recorder.registry().kind(metric).is_none() {
-            return Err(wasmtime::Error::msg(format!(
-                "metrics.add: {metric} is not a metric id returned by metrics.define"
-            )));
+        // Ids index the registry's definitions, which only grow: once an
+        // id is known, every smaller one is too, and the registry's lock
+        // (shared by every VU) is not taken again for them.
+        if metric >= self.metrics_known {
+            if self.shared.recorder.registry().kind(metric).is_none() {
+                return Err(wasmtime::Error::msg(format!(
+                    "metrics.add: {metric} is not a metric id returned by metrics.define"
+                )));
+            }
+            self.metrics_known = metric + 1;
         }
         let set = if tags.is_empty() {
             self.tags().clone()

@@ -130,6 +130,8 @@ pub struct VuState {
     request_tags: RequestTags,
     /// Whether requests run as tasks of their own (see `http.rs`).
     spawn_requests: bool,
+    /// Metric ids below this are known to be defined (see `metrics.rs`).
+    metrics_known: u32,
     wasi: Option<Box<WasiCtx>>,
 }
 
@@ -157,6 +159,7 @@ impl VuState {
             panic_message: None,
             request_tags: RequestTags::default(),
             spawn_requests: sandbox.slots >= http::SPAWN_FROM_VUS,
+            metrics_known: 0,
             wasi: None,
         }
     }

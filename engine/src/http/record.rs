@@ -5,8 +5,9 @@
 //! keeps the sets a VU has built: a repeated request costs a hash and a
 //! comparison instead of a dozen allocations and a sort.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap, FxHasher};
 use std::sync::Arc;
 
 use crate::metrics::{Builtin, Recorder, TagSet, Tags};
@@ -40,7 +41,7 @@ pub fn record_request(
 /// tags only (requests with tags of their own are rare and not cached).
 #[derive(Default)]
 pub struct RequestTags {
-    sets: HashMap<u64, (Key, Tags)>,
+    sets: FxHashMap<u64, (Key, Tags)>,
 }
 
 /// What a request's tag set depends on: the base tags (the scenario's, or
@@ -86,7 +87,9 @@ impl KeyRef<'_> {
     }
 
     fn hash(&self) -> u64 {
-        let mut h = FIXED.build_hasher();
+        // Fx, not SipHash: the map is per VU and bounded, so a guest that
+        // forced collisions would only slow down its own lookups.
+        let mut h = FxHasher::default();
         // A tag set hashes as its cached hash: O(1).
         self.base.hash(&mut h);
         self.method.hash(&mut h);
@@ -124,9 +127,6 @@ impl KeyRef<'_> {
         }
     }
 }
-
-static FIXED: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher> =
-    std::hash::BuildHasherDefault::new();
 
 impl RequestTags {
     /// Record `resp` like [`record_request`], with `base` being the VU's
