@@ -459,3 +459,52 @@ fn client_certificates_open_mutual_tls() {
     assert_eq!(run.metric("http_req_failed", "passes"), 3.0);
     assert_eq!(server.stats.requests(), 3);
 }
+
+#[test]
+fn a_get_on_a_connection_closed_under_it_goes_out_again_on_a_new_one() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Answers the first request of each connection and keeps it alive;
+    // at the second it closes without a word, as a server whose
+    // keep-alive timeout fires just as a request arrives.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (accepted, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (a, r) = (accepted.clone(), requests.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            a.fetch_add(1, Ordering::SeqCst);
+            let r = r.clone();
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut buf = [0u8; 4096];
+                for answered in [true, false] {
+                    let mut head = Vec::new();
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    r.fetch_add(1, Ordering::SeqCst);
+                    if answered {
+                        let _ =
+                            stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello");
+                    }
+                }
+            });
+        }
+    });
+    let run = run_test(
+        "closed_under_a_get",
+        "hello",
+        &format!("http://{addr}"),
+        "--vus 1 --iterations 6",
+        LIMIT,
+    );
+    all_pass(&run);
+    assert_eq!(run.metric("http_reqs", "count"), 6.0);
+    assert_eq!(run.metric("http_req_failed", "passes"), 0.0);
+    // Iterations 2-6 each met a closed connection, then a new one.
+    assert_eq!(accepted.load(Ordering::SeqCst), 6);
+    assert_eq!(requests.load(Ordering::SeqCst), 11);
+}
