@@ -163,3 +163,23 @@ fn network_errors_do_not_stop_the_run() {
         run.summary
     );
 }
+
+#[test]
+fn adding_to_an_undefined_metric_fails_the_iteration() {
+    let (server, run) = run_ok(
+        "bad_metric",
+        "faults",
+        "--vus 1 --iterations 6 -e FAULT=bad-metric",
+    );
+    // Iterations 1, 3 and 5 add to an id nobody defined; the VU's later
+    // (valid) metric ids and iterations are unaffected.
+    assert_eq!(run.metric("iterations", "count"), 6.0);
+    assert_eq!(run.metric("iterations_failed", "count"), 3.0);
+    assert_eq!(server.stats.requests(), 6);
+    assert_eq!(run.check("status is 200"), (3, 0));
+    let stderr = run.stderr();
+    assert!(
+        stderr.contains("is not a metric id returned by metrics.define"),
+        "{stderr}"
+    );
+}

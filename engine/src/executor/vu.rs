@@ -174,10 +174,16 @@ pub fn explain_trap(state: &mut VuState, trap: &wasmtime::Error) -> Outcome {
         let one_line = panic.split_whitespace().collect::<Vec<_>>().join(" ");
         return Outcome::Failed(format!("panic: {one_line}"));
     }
-    // The first line names the trap; the rest is a wasm backtrace.
-    let text = format!("{trap:#}");
-    let first = text.lines().next().unwrap_or("trap").to_owned();
-    Outcome::Failed(format!("the guest trapped: {first}"))
+    // The outer error is wasmtime's "error while executing at wasm
+    // backtrace"; what happened is the root cause: a trap of the guest's
+    // own, or the error a host call returned (a bad argument).
+    let cause = trap.root_cause().to_string();
+    let first = cause.lines().next().unwrap_or("trap");
+    if trap.downcast_ref::<wasmtime::Trap>().is_some() {
+        Outcome::Failed(format!("the guest trapped: {first}"))
+    } else {
+        Outcome::Failed(format!("a host call failed: {first}"))
+    }
 }
 
 fn record_iteration(

@@ -10,6 +10,9 @@
 //! - `setup`: fail in setup, which aborts the run.
 //! - `timeout`: a request to `/delay/2000` with a 100 ms timeout; checks
 //!   that it comes back as status 0 with k6's timeout code, 1050.
+//! - `bad-metric`: add to a metric id that `metrics.define` never
+//!   returned (through the raw bindings: the SDK's types cannot); the
+//!   engine fails the iteration.
 //!
 //! Teardown logs the setup data it received.
 //!
@@ -69,6 +72,9 @@ impl Test for Faults {
                 check("timed out with status 0", slow.status() == 0);
                 check("timeout has error code 1050", slow.error_code() == 1050);
                 check("timeout has a message", slow.error().is_some());
+            }
+            "bad-metric" if n % 2 == 1 => {
+                wload_sdk::bindings::wload::test::metrics::add(u32::MAX - 1, 1.0, &[]);
             }
             "memory" => loop {
                 self.hoard.push(vec![1u8; 1 << 20]);
