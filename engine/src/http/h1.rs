@@ -101,8 +101,6 @@ pub struct Failure {
     pub nothing_sent: bool,
     /// No byte of a response arrived.
     pub nothing_received: bool,
-    /// The head had more fields than the array it was parsed into.
-    too_many_headers: bool,
 }
 
 impl Failure {
@@ -118,7 +116,6 @@ impl Failure {
             error: HttpError::new(code, err.to_string()),
             nothing_sent: false,
             nothing_received: false,
-            too_many_headers: false,
         }
     }
 
@@ -130,7 +127,6 @@ impl Failure {
             ),
             nothing_sent: false,
             nothing_received: false,
-            too_many_headers: false,
         }
     }
 
@@ -139,7 +135,6 @@ impl Failure {
             error: HttpError::new(ErrorCode::Generic, format!("malformed response: {what}")),
             nothing_sent: false,
             nothing_received: false,
-            too_many_headers: false,
         }
     }
 }
@@ -534,13 +529,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
     // Most heads fit the small array; it lives on the stack of whoever
     // polls the exchange (a VU's fiber, whose touched pages stay
     // resident), so the full-size one is on the heap, for the rare rest.
-    let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
-    match parse_head_with(buf, &mut few) {
-        Err(f) if f.too_many_headers => {
-            parse_head_with(buf, &mut vec![httparse::EMPTY_HEADER; MAX_HEADERS])
-        }
-        other => other,
-    }
+    parse_head_with(buf, &mut [httparse::EMPTY_HEADER; FEW_HEADERS])
 }
 
 fn parse_head_with<'b>(
@@ -551,11 +540,13 @@ fn parse_head_with<'b>(
     let len = match parsed.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) if fields.len() < MAX_HEADERS => {
+            return parse_head_with(buf, &mut vec![httparse::EMPTY_HEADER; MAX_HEADERS]);
+        }
         Err(httparse::Error::TooManyHeaders) => {
-            return Err(Failure {
-                too_many_headers: true,
-                ..Failure::malformed(format!("more than {} header fields", fields.len()))
-            });
+            return Err(Failure::malformed(format!(
+                "more than {MAX_HEADERS} header fields"
+            )));
         }
         Err(e) => return Err(Failure::malformed(e)),
     };
@@ -831,41 +822,31 @@ mod tests {
         assert!(!conn.check_idle());
     }
 
-    #[tokio::test]
-    async fn cut_and_garbled_responses_fail_with_codes() {
+    /// How a GET fails when the server answers with `pieces` and closes;
+    /// and the connection after it.
+    async fn failed_get(pieces: &[&[u8]]) -> (Failure, H1Conn) {
         let pool = BodyPool::new(8);
-        let mut conn = scripted(vec![reply(
-            &[b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf"],
-            true,
-        )])
-        .await;
-        let f = conn
+        let mut conn = scripted(vec![reply(pieces, true)]).await;
+        let failure = conn
             .exchange(&get(Method::GET), Some(&pool))
             .await
             .err()
-            .expect("cut");
+            .expect("the exchange fails");
+        (failure, conn)
+    }
+
+    #[tokio::test]
+    async fn cut_and_garbled_responses_fail_with_codes() {
+        let (f, conn) = failed_get(&[b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf"]).await;
         assert_eq!(f.error.code, ErrorCode::ConnectionReset, "{}", f.error);
         assert!(!f.nothing_received && !conn.is_reusable());
 
-        let mut conn = scripted(vec![reply(
-            &[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"],
-            true,
-        )])
-        .await;
-        let f = conn
-            .exchange(&get(Method::GET), Some(&pool))
-            .await
-            .err()
-            .expect("bad chunk");
+        let (f, _) =
+            failed_get(&[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"]).await;
         assert_eq!(f.error.code, ErrorCode::Generic, "{}", f.error);
 
         // Closed before any byte of a response: safe to send again.
-        let mut conn = scripted(vec![reply(&[], true)]).await;
-        let f = conn
-            .exchange(&get(Method::GET), Some(&pool))
-            .await
-            .err()
-            .expect("closed");
+        let (f, _) = failed_get(&[]).await;
         assert!(f.nothing_received && may_retry(&Method::GET, &f));
     }
 
@@ -979,7 +960,6 @@ mod tests {
             error: HttpError::new(ErrorCode::ConnectionReset, "x"),
             nothing_sent: !sent,
             nothing_received: !received,
-            too_many_headers: false,
         };
         assert!(may_retry(&Method::POST, &f(false, false)));
         assert!(!may_retry(&Method::POST, &f(true, false)));
