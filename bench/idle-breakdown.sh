@@ -7,7 +7,8 @@
 # of a 1-VU run, groups the mappings (malloc heaps, guest linear memory,
 # its copy-on-write image, fiber stacks, the binary), and prints each
 # group's RSS per VU over the 1-VU run. Nothing is asserted: the figures
-# go to docs/BENCHMARKS.md ("Session 3").
+# go to docs/BENCHMARKS.md ("Session 3"). Below ~1,000 VUs the worker
+# arenas are too small to tell from other anonymous mappings.
 #
 #   bench/idle-breakdown.sh
 #   VUS=10000 bench/idle-breakdown.sh
@@ -17,15 +18,9 @@ cd "$(dirname "$0")/.."
 vus=${VUS:-2000}
 warmup=${WARMUP:-8}
 port=${PORT:-18796}
-if [ -z "${WLOAD:-}" ]; then
-  cargo build --release -p wload -q
-  WLOAD=target/release/wload
-fi
-hello=target/guests/wasm32-wasip2/release/hello.wasm
-if [ ! -f "$hello" ]; then
-  rustup target add wasm32-wasip2 >/dev/null
-  (cd examples && cargo build --release --target wasm32-wasip2 -q --target-dir ../target/guests -p hello)
-fi
+. bench/lib.sh
+wload_and_guest hello
+hello=$GUEST
 work=$(mktemp -d)
 
 taskset -c 0 "$WLOAD" serve --port "$port" --duration $((2 * warmup + 60))s >"$work/serve.log" 2>&1 &

@@ -16,15 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${DURATION:-10m}
 vus=${VUS:-50}
-if [ -z "${WLOAD:-}" ]; then
-  cargo build --release -p wload -q
-  WLOAD=target/release/wload
-fi
-hello=target/guests/wasm32-wasip2/release/hello.wasm
-if [ ! -f "$hello" ]; then
-  rustup target add wasm32-wasip2 >/dev/null
-  (cd examples && cargo build --release --target wasm32-wasip2 -q --target-dir ../target/guests -p hello)
-fi
+. bench/lib.sh
+wload_and_guest hello
+hello=$GUEST
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 port=${PORT:-18795}
