@@ -31,6 +31,19 @@ pub enum ErrorCode {
     Decompression = 1701,
 }
 
+impl ErrorCode {
+    /// The code of a socket error while sending or receiving.
+    pub fn of_io(err: &std::io::Error) -> ErrorCode {
+        use std::io::ErrorKind::*;
+        match err.kind() {
+            // A peer that closes mid-response is a reset to the client.
+            ConnectionReset | ConnectionAborted | UnexpectedEof => ErrorCode::ConnectionReset,
+            BrokenPipe => ErrorCode::BrokenPipe,
+            _ => ErrorCode::Tcp,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpError {
     pub code: ErrorCode,
@@ -95,13 +108,7 @@ impl HttpError {
             return HttpError::new(code, format!("HTTP/2: {err}: {h2}"));
         }
         if let Some(io) = find::<std::io::Error>(err) {
-            use std::io::ErrorKind::*;
-            let code = match io.kind() {
-                ConnectionReset | ConnectionAborted => ErrorCode::ConnectionReset,
-                BrokenPipe => ErrorCode::BrokenPipe,
-                _ => ErrorCode::Tcp,
-            };
-            return HttpError::new(code, format!("{err}: {io}"));
+            return HttpError::new(ErrorCode::of_io(io), format!("{err}: {io}"));
         }
         if err.is_incomplete_message() || err.is_canceled() || err.is_closed() {
             // The peer closed the connection before the response was whole.

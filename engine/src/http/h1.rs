@@ -105,15 +105,8 @@ pub struct Failure {
 
 impl Failure {
     fn io(err: &io::Error) -> Failure {
-        use io::ErrorKind::*;
-        let code = match err.kind() {
-            ConnectionReset | ConnectionAborted => ErrorCode::ConnectionReset,
-            BrokenPipe => ErrorCode::BrokenPipe,
-            UnexpectedEof => ErrorCode::ConnectionReset,
-            _ => ErrorCode::Tcp,
-        };
         Failure {
-            error: HttpError::new(code, err.to_string()),
+            error: HttpError::new(ErrorCode::of_io(err), err.to_string()),
             nothing_sent: false,
             nothing_received: false,
         }
