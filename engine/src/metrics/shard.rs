@@ -153,11 +153,9 @@ impl Recorder {
     /// under one lock and one series lookup: what a request or an
     /// iteration records.
     pub fn record_all(&self, tags: &Tags, values: &[(MetricId, f64)], nanos: &[(MetricId, u64)]) {
-        let at = if values.is_empty() {
-            0
-        } else {
-            self.start.elapsed().as_nanos() as u64
-        };
+        // Only gauges need the time (to order updates across threads):
+        // read the clock for the first one, if any.
+        let mut at = None;
         self.with_series(tags, |slots| {
             for &(metric, value) in values {
                 let Some(sink) = slot(slots, metric, || {
@@ -165,6 +163,12 @@ impl Recorder {
                     Some(Sink::new(def.kind, def.value == ValueKind::Time))
                 }) else {
                     continue;
+                };
+                let at = match sink {
+                    Sink::Gauge { .. } => {
+                        *at.get_or_insert_with(|| self.start.elapsed().as_nanos() as u64)
+                    }
+                    _ => 0,
                 };
                 sink.add(value, at);
             }
