@@ -151,6 +151,8 @@ impl Client {
                 .and_then(|loc| redirect::resolve(&spec.url, loc));
             match next {
                 Some(url) => {
+                    resp.method = spec.method.clone();
+                    resp.url = std::mem::replace(&mut spec.url, url);
                     if !redirect::keeps_method(resp.status, &spec.method) {
                         spec.method = "GET".to_owned();
                         spec.body = None;
@@ -159,12 +161,13 @@ impl Client {
                                 && !k.eq_ignore_ascii_case("content-length")
                         });
                     }
-                    spec.url = url;
                     resp.body = None;
                     self.finish_hop(&spec, &mut resp);
                     hops.push(resp);
                 }
                 None => {
+                    resp.method = std::mem::take(&mut spec.method);
+                    resp.url = std::mem::take(&mut spec.url);
                     self.finish(&spec, &mut resp, hops);
                     return resp;
                 }

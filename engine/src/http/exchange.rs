@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::Bytes;
 use http::Response;
 use http::header::{COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
-use http::{Method, Request, Version};
+use http::{Method, Version};
 use http_body_util::{BodyExt, Full};
 use tokio::net::TcpStream;
 
@@ -41,19 +41,33 @@ impl Client {
         } else {
             BodyMode::Keep
         });
-        let mut resp = super::empty_response(&spec.method, &spec.url);
-        let request = match self.build(target, spec, cookie) {
-            Ok(r) => r,
+        // The caller, who owns the request, fills in its method and URL.
+        let mut resp = super::empty_response("", "");
+        let method = match check_request(spec) {
+            Ok(m) => m,
             Err(e) => {
                 resp.error = Some(e);
                 return resp;
             }
         };
+        let request = Request {
+            spec,
+            method: &method,
+            cookie: cookie.as_deref(),
+        };
         let started = now_ns();
         let mut conn_out = None;
         let outcome = tokio::time::timeout(
             timeout,
-            self.exchange(conns, target, gate, request, mode, &mut resp, &mut conn_out),
+            self.exchange(
+                conns,
+                target,
+                gate,
+                &request,
+                mode,
+                &mut resp,
+                &mut conn_out,
+            ),
         )
         .await;
         if outcome.is_err() {
@@ -82,58 +96,39 @@ impl Client {
         resp
     }
 
-    fn build(
-        &self,
-        target: &Target,
-        spec: &RequestSpec,
-        cookie: Option<String>,
-    ) -> Result<Request<Bytes>, HttpError> {
-        let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| {
-            HttpError::new(
-                ErrorCode::Generic,
-                format!("invalid HTTP method {:?}", spec.method),
-            )
-        })?;
-        let body = spec.body.clone().unwrap_or_default();
-        let mut req = Request::new(body);
-        *req.method_mut() = method;
-        *req.uri_mut() = target.path.clone();
-        let headers = req.headers_mut();
+    /// The request as hyper takes it, for HTTP/2 (HTTP/1.1 encodes the
+    /// spec itself: [`h1::Outgoing`]).
+    fn build(&self, target: &Target, req: &Request<'_>) -> http::Request<Full<Bytes>> {
+        let spec = req.spec;
+        let mut out = http::Request::new(Full::new(spec.body.clone().unwrap_or_default()));
+        *out.method_mut() = req.method.clone();
+        *out.uri_mut() = target.full.clone();
+        let headers = out.headers_mut();
+        // Checked by `check_request`: none of these conversions fails.
         for (name, value) in &spec.headers {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                HttpError::new(ErrorCode::Generic, format!("invalid header name {name:?}"))
-            })?;
-            let value = HeaderValue::from_str(value).map_err(|_| {
-                HttpError::new(
-                    ErrorCode::Generic,
-                    format!("invalid value for header {name}"),
-                )
-            })?;
-            headers.append(name, value);
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.append(name, value);
+            }
         }
-        if !headers.contains_key(HOST) {
-            let host = HeaderValue::from_str(&target.host_header).map_err(|_| {
-                HttpError::new(
-                    ErrorCode::InvalidUrl,
-                    format!("invalid host in {:?}", spec.url),
-                )
-            })?;
-            headers.insert(HOST, host);
-        }
+        // HTTP/2 carries the host as `:authority`.
+        headers.remove(HOST);
         if !headers.contains_key(USER_AGENT) {
             headers.insert(USER_AGENT, self.user_agent.clone());
         }
-        if let Some(jar) = cookie {
+        if let Some(jar) = req.cookie {
             // The jar's cookies go after any the test set by hand.
             let value = match headers.get(COOKIE).and_then(|v| v.to_str().ok()) {
                 Some(own) => format!("{own}; {jar}"),
-                None => jar,
+                None => jar.to_owned(),
             };
             if let Ok(v) = HeaderValue::from_str(&value) {
                 headers.insert(COOKIE, v);
             }
         }
-        Ok(req)
+        out
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -142,13 +137,21 @@ impl Client {
         conns: &VuConnections,
         target: &Target,
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
-        request: Request<Bytes>,
+        request: &Request<'_>,
         mode: BodyMode,
         resp: &mut HttpResponse,
         conn_out: &mut Option<Conn>,
     ) {
         let t0 = now_ns();
-        let mut request = request;
+        let outgoing = h1::Outgoing {
+            method: request.method,
+            target: target.path.path_and_query().map_or("/", |p| p.as_str()),
+            headers: &request.spec.headers,
+            host: &target.host_header,
+            user_agent: self.user_agent.as_bytes(),
+            cookie: request.cookie,
+            body: request.spec.body.as_deref().unwrap_or_default(),
+        };
         let mut idle = conns.take(&target.key);
         // In a batch, wait while another task connects to this origin: if
         // it gets HTTP/2, its connection carries this request as well.
@@ -197,7 +200,7 @@ impl Client {
             let h2 = match &mut conn.sender {
                 Sender::H1(c) => {
                     let keep_into = (mode == BodyMode::Keep).then_some(&self.pool);
-                    match c.exchange(&request, keep_into).await {
+                    match c.exchange(&outgoing, keep_into).await {
                         Ok(got) => {
                             conn.reused = true;
                             let end = now_ns();
@@ -217,9 +220,7 @@ impl Client {
                         // The server closed a kept-alive connection as
                         // the request went out.
                         Err(f)
-                            if attempt == 0
-                                && conn.reused
-                                && h1::may_retry(request.method(), &f) =>
+                            if attempt == 0 && conn.reused && h1::may_retry(request.method, &f) =>
                         {
                             continue;
                         }
@@ -232,11 +233,7 @@ impl Client {
                 Sender::H2(s) => {
                     // HTTP/2 requests are not retried: the request is
                     // hyper's from here on.
-                    let mut request = std::mem::take(&mut request).map(Full::new);
-                    *request.uri_mut() = target.full.clone();
-                    // HTTP/2 carries the host as `:authority`.
-                    request.headers_mut().remove(HOST);
-                    s.send_request(request).await
+                    s.send_request(self.build(target, request)).await
                 }
             };
             match h2 {
@@ -392,6 +389,29 @@ impl Client {
         }
         resp.body = buf;
     }
+}
+
+/// One request of an exchange: the test's, checked, with the cookies of
+/// the VU's jar for its URL.
+struct Request<'a> {
+    spec: &'a RequestSpec,
+    method: &'a Method,
+    cookie: Option<&'a str>,
+}
+
+/// The request's method, once its method and header fields are known to
+/// be sendable (errors a test can fix, before any connection is made).
+fn check_request(spec: &RequestSpec) -> Result<Method, HttpError> {
+    let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| {
+        HttpError::new(
+            ErrorCode::Generic,
+            format!("invalid HTTP method {:?}", spec.method),
+        )
+    })?;
+    for (name, value) in &spec.headers {
+        h1::check_header(name, value).map_err(|e| HttpError::new(ErrorCode::Generic, e))?;
+    }
+    Ok(method)
 }
 
 /// The phases of an HTTP/1.1 exchange from its socket's marks.

@@ -24,7 +24,7 @@ use bytes::{BufMut, Bytes};
 use http::header::{
     CONNECTION, CONTENT_LENGTH, HeaderMap, HeaderName, HeaderValue, TRANSFER_ENCODING,
 };
-use http::{Method, Request, StatusCode};
+use http::{Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use super::conn::Stream;
@@ -196,22 +196,22 @@ impl H1Conn {
     /// from `keep_into`, or is counted and dropped when that is `None`.
     pub async fn exchange(
         &mut self,
-        req: &Request<Bytes>,
+        req: &Outgoing<'_>,
         keep_into: Option<&Arc<BodyPool>>,
     ) -> Result<Received, Failure> {
         // Until the response is whole, the connection is in an unknown
         // state (a timeout drops this future midway).
         self.reusable = false;
         self.send(req).await?;
-        let (received, reusable) = self.receive(req.method(), keep_into).await?;
-        self.reusable = reusable && !has_token(req.headers(), CONNECTION, "close");
+        let (received, reusable) = self.receive(req.method, keep_into).await?;
+        self.reusable = reusable && !req.has_token("connection", "close");
         Ok(received)
     }
 
-    async fn send(&mut self, req: &Request<Bytes>) -> Result<(), Failure> {
+    async fn send(&mut self, req: &Outgoing<'_>) -> Result<(), Failure> {
         let mut head = Scratch::take();
         let chunked = encode_head(&mut head.0, req);
-        let body = req.body();
+        let body = req.body;
         let mut sent = 0usize;
         let result = async {
             if chunked {
@@ -479,29 +479,113 @@ fn keep(body: &mut Option<PooledBuf>, bytes: &[u8]) {
     }
 }
 
+/// A request as HTTP/1.1 writes it: the parts of its head, borrowed from
+/// the test's request and its target, and its body. Written straight into
+/// a pooled buffer, with no header map in between (the request path is
+/// per request; see docs/architecture.md).
+pub struct Outgoing<'a> {
+    pub method: &'a Method,
+    /// Origin form: `/path?query`.
+    pub target: &'a str,
+    /// The test's header fields, in its order; checked with
+    /// [`check_header`] beforehand. Names go out in lower case.
+    pub headers: &'a [(String, String)],
+    /// `host`, added when the test set none.
+    pub host: &'a str,
+    /// `user-agent`, added when the test set none.
+    pub user_agent: &'a [u8],
+    /// The jar's cookies, after those of a `cookie` header of the test.
+    pub cookie: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+impl Outgoing<'_> {
+    fn header(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the test's comma-separated header `name` has `token`.
+    fn has_token(&self, name: &str, token: &str) -> bool {
+        self.header(name)
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    }
+}
+
+/// Why a header field of the test cannot go out, if it cannot: the rules
+/// of `http`'s `HeaderName` (a token) and `HeaderValue` (no control
+/// characters but tab), which HTTP/2 requests go through.
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) {
+        return Err(format!("invalid header name {name:?}"));
+    }
+    if value.bytes().any(|b| (b < b' ' && b != b'\t') || b == 0x7f) {
+        return Err(format!(
+            "invalid value for header {}",
+            name.to_ascii_lowercase()
+        ));
+    }
+    Ok(())
+}
+
 /// Write the request line and header section of `req` to `out`. Returns
 /// whether the body goes out chunked (the test set
 /// `transfer-encoding: chunked` itself); otherwise a `content-length` is
 /// added where the test set none and the method carries a body.
-fn encode_head(out: &mut Vec<u8>, req: &Request<Bytes>) -> bool {
-    out.extend_from_slice(req.method().as_str().as_bytes());
-    out.push(b' ');
-    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    out.extend_from_slice(if target.is_empty() { "/" } else { target }.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-    for (name, value) in req.headers() {
-        out.extend_from_slice(name.as_str().as_bytes());
+fn encode_head(out: &mut Vec<u8>, req: &Outgoing<'_>) -> bool {
+    fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+        let at = out.len();
+        out.extend_from_slice(name.as_bytes());
+        out[at..].make_ascii_lowercase();
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(value);
         out.extend_from_slice(b"\r\n");
     }
-    let chunked = has_token(req.headers(), TRANSFER_ENCODING, "chunked");
-    let carries_body = !req.body().is_empty()
-        || matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
-    if !chunked && carries_body && !req.headers().contains_key(CONTENT_LENGTH) {
-        out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(req.body().len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(req.method.as_str().as_bytes());
+    out.push(b' ');
+    let target = if req.target.is_empty() {
+        "/"
+    } else {
+        req.target
+    };
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let (mut host, mut user_agent, mut cookie) = (false, false, req.cookie);
+    let mut content_length = false;
+    for (name, value) in req.headers {
+        if name.eq_ignore_ascii_case("host") {
+            host = true;
+        } else if name.eq_ignore_ascii_case("user-agent") {
+            user_agent = true;
+        } else if name.eq_ignore_ascii_case("content-length") {
+            content_length = true;
+        } else if name.eq_ignore_ascii_case("cookie") && req.cookie.is_some() {
+            // One `cookie` field: the test's first, then the jar's.
+            if let Some(jar) = cookie.take() {
+                field(out, name, format!("{value}; {jar}").as_bytes());
+            }
+            continue;
+        }
+        field(out, name, value.as_bytes());
+    }
+    if !host {
+        field(out, "host", req.host.as_bytes());
+    }
+    if !user_agent {
+        field(out, "user-agent", req.user_agent);
+    }
+    if let Some(jar) = cookie {
+        field(out, "cookie", jar.as_bytes());
+    }
+    let chunked = req.has_token("transfer-encoding", "chunked");
+    let carries_body =
+        !req.body.is_empty() || matches!(*req.method, Method::POST | Method::PUT | Method::PATCH);
+    if !chunked && carries_body && !content_length {
+        field(out, "content-length", req.body.len().to_string().as_bytes());
     }
     out.extend_from_slice(b"\r\n");
     chunked
@@ -702,13 +786,16 @@ mod tests {
         )))
     }
 
-    fn get(method: Method) -> Request<Bytes> {
-        Request::builder()
-            .method(method)
-            .uri("/x")
-            .header("host", "test")
-            .body(Bytes::new())
-            .expect("valid request")
+    fn get(method: &Method) -> Outgoing<'_> {
+        Outgoing {
+            method,
+            target: "/x",
+            headers: &[],
+            host: "test",
+            user_agent: b"wload-test",
+            cookie: None,
+            body: b"",
+        }
     }
 
     fn text(r: &Received) -> &[u8] {
@@ -738,7 +825,7 @@ mod tests {
         ])
         .await;
         let r = conn
-            .exchange(&get(Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool))
             .await
             .expect("chunked");
         assert_eq!(
@@ -747,13 +834,13 @@ mod tests {
         );
         assert!(conn.check_idle());
         let r = conn
-            .exchange(&get(Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool))
             .await
             .expect("1xx");
         assert_eq!((r.status, text(&r)), (201, &b"abc"[..]));
         assert!(conn.check_idle());
         let r = conn
-            .exchange(&get(Method::HEAD), Some(&pool))
+            .exchange(&get(&Method::HEAD), Some(&pool))
             .await
             .expect("head");
         assert_eq!((r.status, r.body_len), (200, 0));
@@ -768,12 +855,12 @@ mod tests {
         let pool = BodyPool::new(8);
         let mut conn = scripted(vec![reply(&[&resp], false), reply(&[&resp], false)]).await;
         let r = conn
-            .exchange(&get(Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool))
             .await
             .expect("kept");
         assert!(text(&r) == body.as_slice());
         let r = conn
-            .exchange(&get(Method::GET), None)
+            .exchange(&get(&Method::GET), None)
             .await
             .expect("discarded");
         assert_eq!((r.body.is_none(), r.body_len), (true, 1_000_000));
@@ -790,7 +877,7 @@ mod tests {
         )])
         .await;
         let r = conn
-            .exchange(&get(Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool))
             .await
             .expect("1.0");
         assert_eq!((r.http10, text(&r)), (true, &b"until close"[..]));
@@ -801,14 +888,14 @@ mod tests {
             true,
         )])
         .await;
-        conn.exchange(&get(Method::GET), Some(&pool))
+        conn.exchange(&get(&Method::GET), Some(&pool))
             .await
             .expect("close");
         assert!(!conn.is_reusable());
 
         // A kept-alive connection the server closes while idle.
         let mut conn = scripted(vec![reply(&[b"HTTP/1.1 204 No Content\r\n\r\n"], true)]).await;
-        conn.exchange(&get(Method::GET), Some(&pool))
+        conn.exchange(&get(&Method::GET), Some(&pool))
             .await
             .expect("204");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -821,7 +908,7 @@ mod tests {
         let pool = BodyPool::new(8);
         let mut conn = scripted(vec![reply(pieces, true)]).await;
         let failure = conn
-            .exchange(&get(Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool))
             .await
             .err()
             .expect("the exchange fails");
@@ -843,34 +930,99 @@ mod tests {
         assert!(f.nothing_received && may_retry(&Method::GET, &f));
     }
 
-    fn head_of(req: Request<Bytes>) -> (String, bool) {
+    fn head_of(req: Outgoing<'_>) -> (String, bool) {
         let mut out = Vec::new();
         let chunked = encode_head(&mut out, &req);
         (String::from_utf8(out).expect("ASCII head"), chunked)
     }
 
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     #[test]
     fn request_heads_carry_a_length_where_a_body_may_be() {
-        let get = Request::get("/a?b=c")
-            .header("host", "h:1")
-            .body(Bytes::new())
-            .expect("valid request");
-        assert_eq!(head_of(get).0, "GET /a?b=c HTTP/1.1\r\nhost: h:1\r\n\r\n");
-        let post = Request::post("/p").body(Bytes::new()).expect("valid");
+        let own = headers(&[("Host", "h:1"), ("X-Trace", "a")]);
+        let plain = Outgoing {
+            target: "/a?b=c",
+            headers: &own,
+            ..get(&Method::GET)
+        };
+        assert_eq!(
+            head_of(plain).0,
+            "GET /a?b=c HTTP/1.1\r\nhost: h:1\r\nx-trace: a\r\nuser-agent: wload-test\r\n\r\n"
+        );
+        let post = Outgoing {
+            target: "/p",
+            ..get(&Method::POST)
+        };
         assert_eq!(
             head_of(post).0,
-            "POST /p HTTP/1.1\r\ncontent-length: 0\r\n\r\n"
+            "POST /p HTTP/1.1\r\nhost: test\r\nuser-agent: wload-test\r\ncontent-length: 0\r\n\r\n"
         );
-        let put = Request::put("/p")
-            .body(Bytes::from_static(b"xyz"))
-            .expect("valid");
+        let put = Outgoing {
+            body: b"xyz",
+            ..get(&Method::PUT)
+        };
         assert!(head_of(put).0.ends_with("content-length: 3\r\n\r\n"));
-        let chunked = Request::post("/p")
-            .header("transfer-encoding", "chunked")
-            .body(Bytes::from_static(b"xyz"))
-            .expect("valid");
+        let te = headers(&[("Transfer-Encoding", "chunked")]);
+        let chunked = Outgoing {
+            headers: &te,
+            body: b"xyz",
+            ..get(&Method::POST)
+        };
         let (head, is_chunked) = head_of(chunked);
         assert!(is_chunked && !head.contains("content-length"));
+    }
+
+    #[test]
+    fn the_jar_joins_the_tests_own_cookie_field() {
+        let own = headers(&[("Cookie", "a=1"), ("cookie", "b=2"), ("User-Agent", "mine")]);
+        let req = Outgoing {
+            headers: &own,
+            cookie: Some("s=3"),
+            ..get(&Method::GET)
+        };
+        assert_eq!(
+            head_of(req).0,
+            "GET /x HTTP/1.1\r\ncookie: a=1; s=3\r\nuser-agent: mine\r\nhost: test\r\n\r\n"
+        );
+        let jar_only = Outgoing {
+            cookie: Some("s=3"),
+            ..get(&Method::GET)
+        };
+        assert!(head_of(jar_only).0.ends_with("cookie: s=3\r\n\r\n"));
+        let no_jar = Outgoing {
+            headers: &own,
+            ..get(&Method::GET)
+        };
+        assert!(head_of(no_jar).0.contains("cookie: a=1\r\ncookie: b=2\r\n"));
+    }
+
+    #[test]
+    fn header_fields_are_checked_as_http_does() {
+        assert!(check_header("X-Ok", "a value\twith tab").is_ok());
+        assert!(
+            check_header("bad name", "v")
+                .unwrap_err()
+                .contains("invalid header name")
+        );
+        assert!(check_header("", "v").is_err());
+        assert!(
+            check_header("x", "a\r\nb")
+                .unwrap_err()
+                .contains("header x")
+        );
+        // What `http` refuses, HTTP/2 requests could not carry either.
+        for (n, v) in [("X-A", "ok"), ("x:y", "v"), ("x", "\u{7f}")] {
+            let ours = check_header(n, v).is_ok();
+            let theirs =
+                HeaderName::from_bytes(n.as_bytes()).is_ok() && HeaderValue::from_str(v).is_ok();
+            assert_eq!(ours, theirs, "{n:?}: {v:?}");
+        }
     }
 
     #[test]
