@@ -3,7 +3,7 @@
 //! failed iterations.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -15,18 +15,24 @@ use super::Failures;
 pub struct StopSignal {
     /// 0 running, 1 stopping gracefully, 2 stopped hard.
     level: watch::Sender<u8>,
+    /// The same level, read by every VU between iterations without the
+    /// channel's lock.
+    now: AtomicU8,
 }
 
 impl Default for StopSignal {
     fn default() -> Self {
         StopSignal {
             level: watch::channel(0).0,
+            now: AtomicU8::new(0),
         }
     }
 }
 
 impl StopSignal {
     fn raise(&self, to: u8) {
+        // Set before the waiters wake, so that they see it.
+        self.now.fetch_max(to, Ordering::SeqCst);
         self.level.send_if_modified(|level| {
             let raised = *level < to;
             *level = (*level).max(to);
@@ -43,11 +49,11 @@ impl StopSignal {
     }
 
     pub fn stopping(&self) -> bool {
-        *self.level.borrow() >= 1
+        self.now.load(Ordering::Acquire) >= 1
     }
 
     pub fn hard_stopped(&self) -> bool {
-        *self.level.borrow() >= 2
+        self.now.load(Ordering::Acquire) >= 2
     }
 
     /// Resolves when stopping (gracefully or hard).

@@ -330,17 +330,24 @@ pub async fn iterate(
 /// and polled by each of its iterations: subscribing to both stop
 /// channels and registering with (and leaving) their shared `Notify` on
 /// every iteration cost measurable time at tens of thousands of
-/// iterations per second, under a lock all VUs share.
+/// iterations per second, under a lock all VUs share. Even polling the
+/// registered wait takes that lock, so once the wait holds this task's
+/// waker, a poll only reads the stop flags: a stop wakes that waker, and
+/// the poll it causes sees the flag.
 pub struct HardStop {
+    sc: Arc<Scenario>,
     wait: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    registered: Option<std::task::Waker>,
     stopped: bool,
 }
 
 impl HardStop {
     pub fn new(sc: &Arc<Scenario>) -> HardStop {
-        let sc = sc.clone();
+        let waiting = sc.clone();
         HardStop {
-            wait: Box::pin(async move { sc.wait_hard().await }),
+            sc: sc.clone(),
+            wait: Box::pin(async move { waiting.wait_hard().await }),
+            registered: None,
             stopped: false,
         }
     }
@@ -353,11 +360,23 @@ impl Future for HardStop {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<()> {
+        let this = &mut *self;
         // Stays ready once stopped, for every later iteration.
-        if !self.stopped && self.wait.as_mut().poll(cx).is_ready() {
-            self.stopped = true;
+        if !this.stopped {
+            let armed = this
+                .registered
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()));
+            if armed && !this.sc.hard_stopped() {
+                return std::task::Poll::Pending;
+            }
+            if this.wait.as_mut().poll(cx).is_ready() {
+                this.stopped = true;
+            } else {
+                this.registered = Some(cx.waker().clone());
+            }
         }
-        if self.stopped {
+        if this.stopped {
             std::task::Poll::Ready(())
         } else {
             std::task::Poll::Pending
