@@ -141,8 +141,10 @@ impl Stream {
     /// shows, so there a read is the only way to know.
     pub async fn readable(&self) {
         if let Stream::Plain(io) = self {
-            // An error shows again on the read that follows.
-            let _ = io.inner.readable().await;
+            // The socket's own reader slot, as a read would use: `readable()`
+            // queues a waiter under the socket's lock and takes it again to
+            // leave. An error shows again on the read that follows.
+            let _ = std::future::poll_fn(|cx| io.inner.poll_read_ready(cx)).await;
         }
     }
 }
