@@ -299,18 +299,7 @@ impl HostResponse for VuState {
     }
 
     fn headers(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(self
-            .table
-            .get(&r)?
-            .headers
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect())
+        Ok(self.table.get(&r)?.headers.to_list())
     }
 
     fn header(
@@ -319,11 +308,10 @@ impl HostResponse for VuState {
         name: String,
     ) -> wasmtime::Result<Option<String>> {
         let resp = self.table.get(&r)?;
-        // HeaderMap lookups are case-insensitive for valid names.
         Ok(resp
             .headers
-            .get(name.as_str())
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .get(&name)
+            .map(|v| String::from_utf8_lossy(v).into_owned()))
     }
 
     fn timings(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<wit::Timings> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use http::header::{HeaderValue, LOCATION, SET_COOKIE};
+use http::header::HeaderValue;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsConnector;
 
@@ -146,7 +146,7 @@ impl Client {
             let next = (resp.error.is_none()
                 && redirect::is_redirect(resp.status)
                 && (hops.len() as u32) < max)
-                .then(|| resp.headers.get(LOCATION)?.to_str().ok())
+                .then(|| std::str::from_utf8(resp.headers.get("location")?).ok())
                 .flatten()
                 .and_then(|loc| redirect::resolve(&spec.url, loc));
             match next {
@@ -206,10 +206,10 @@ impl Client {
                 .flatten()
         });
         let resp = self.perform(conns, target, spec, cookie, gate).await;
-        if resp.headers.contains_key(SET_COOKIE) {
+        if resp.headers.contains("set-cookie") {
             conns.with_jar(|jar| {
-                for value in resp.headers.get_all(SET_COOKIE) {
-                    if let Ok(v) = value.to_str() {
+                for value in resp.headers.get_all("set-cookie") {
+                    if let Ok(v) = std::str::from_utf8(value) {
                         jar.store_header(&target.host, target.path.path(), v);
                     }
                 }

@@ -4,14 +4,13 @@
 
 use std::io::Read;
 
-use http::HeaderMap;
-use http::header::CONTENT_ENCODING;
+use super::Headers;
 
 /// Whether the response is encoded in a way this module decodes.
-pub fn is_encoded(headers: &HeaderMap) -> bool {
+pub fn is_encoded(headers: &Headers) -> bool {
     headers
-        .get(CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
+        .get("content-encoding")
+        .and_then(|v| std::str::from_utf8(v).ok())
         .is_some_and(|v| {
             v.split(',')
                 .any(|e| !e.trim().eq_ignore_ascii_case("identity"))
@@ -20,10 +19,10 @@ pub fn is_encoded(headers: &HeaderMap) -> bool {
 
 /// Decode `body` by its `Content-Encoding` (codings applied in order, so
 /// undone in reverse). Unknown codings are an error.
-pub fn decode(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, String> {
+pub fn decode(headers: &Headers, body: &[u8]) -> Result<Vec<u8>, String> {
     let value = headers
-        .get(CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok())
+        .get("content-encoding")
+        .and_then(|v| std::str::from_utf8(v).ok())
         .unwrap_or("");
     let mut data = body.to_vec();
     for coding in value.rsplit(',') {
@@ -61,10 +60,10 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn headers(enc: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(CONTENT_ENCODING, enc.parse().unwrap());
-        h
+    fn headers(enc: &str) -> Headers {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::CONTENT_ENCODING, enc.parse().unwrap());
+        Headers::from_map(h)
     }
 
     #[test]

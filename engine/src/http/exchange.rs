@@ -22,7 +22,7 @@ use super::pool::PooledBuf;
 use super::target::Target;
 use super::tls::server_name;
 use super::vu::VuConnections;
-use super::{BodyMode, HttpResponse, Timings};
+use super::{BodyMode, Headers, HttpResponse, Timings};
 
 impl Client {
     /// The timed exchange, under the request's timeout. Puts the
@@ -317,12 +317,12 @@ impl Client {
         if parts.version == Version::HTTP_2 {
             resp.proto = Some(Proto::Http2.tag());
         }
-        resp.headers = parts.headers;
-        let expected = resp
+        let expected = parts
             .headers
             .get(http::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
+        resp.headers = Headers::from_map(parts.headers);
         let mut buf = match mode {
             BodyMode::Keep => Some(self.pool.take(expected)),
             BodyMode::Discard => None,

@@ -21,20 +21,18 @@ use std::sync::Arc;
 use std::task::{Context, Waker};
 
 use bytes::{BufMut, Bytes};
-use http::header::{
-    CONNECTION, CONTENT_LENGTH, HeaderMap, HeaderName, HeaderValue, TRANSFER_ENCODING,
-};
 use http::{Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use super::conn::Stream;
 use super::error::{ErrorCode, HttpError};
+use super::headers::{Headers, MAX_FIELDS};
 use super::pool::{BodyPool, PooledBuf};
 
 /// Largest response head (status line and headers) accepted.
 const MAX_HEAD: usize = 256 << 10;
 /// Most header fields in a response head (hyper's default).
-const MAX_HEADERS: usize = 100;
+const MAX_HEADERS: usize = MAX_FIELDS;
 /// Header fields parsed without a heap array.
 const FEW_HEADERS: usize = 24;
 /// Longest chunk-size line (with extensions) of a chunked body.
@@ -137,7 +135,7 @@ pub struct Received {
     pub status: u16,
     /// HTTP/1.0 rather than HTTP/1.1.
     pub http10: bool,
-    pub headers: HeaderMap,
+    pub headers: Headers,
     /// The body as sent (still content-encoded), unless discarded.
     pub body: Option<PooledBuf>,
     /// Body bytes read, in both modes.
@@ -276,13 +274,13 @@ impl H1Conn {
                 return Err(f);
             }
         };
-        let framing = framing(method, head.status, &head.headers)?;
+        let framing = framing(method, head.status, &head.fields)?;
         let mut reusable = framing != Framing::UntilClose
             && head.status != 101
             && if head.http10 {
-                has_token(&head.headers, CONNECTION, "keep-alive")
+                head.fields.keep_alive
             } else {
-                !has_token(&head.headers, CONNECTION, "close")
+                !head.fields.close
             };
         let mut body = keep_into.map(|pool| {
             pool.take(match framing {
@@ -595,9 +593,75 @@ fn encode_head(out: &mut Vec<u8>, req: &Outgoing<'_>) -> bool {
 struct Head {
     status: u16,
     http10: bool,
-    headers: HeaderMap,
+    headers: Headers,
+    /// What framing and keep-alive depend on.
+    fields: Fields,
     /// Its length in bytes, blank line included.
     len: usize,
+}
+
+/// What the framing and keep-alive rules read from a response's header
+/// fields, gathered in the head's one parse.
+#[derive(Debug)]
+struct Fields {
+    /// Whether there is a `transfer-encoding`, and whether its last
+    /// coding is chunked.
+    transfer_encoding: bool,
+    chunked_last: bool,
+    /// The `content-length`, or why it cannot be used.
+    length: Result<Option<u64>, &'static str>,
+    /// `connection` tokens.
+    close: bool,
+    keep_alive: bool,
+    /// The [`Headers::note`] bits of the names seen.
+    noted: u8,
+}
+
+impl Fields {
+    fn new() -> Fields {
+        Fields {
+            transfer_encoding: false,
+            chunked_last: false,
+            length: Ok(None),
+            close: false,
+            keep_alive: false,
+            noted: 0,
+        }
+    }
+
+    fn add(&mut self, name: &str, value: &[u8]) {
+        let text = std::str::from_utf8(value).ok();
+        let tokens = || text.into_iter().flat_map(|v| v.split(',')).map(str::trim);
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            self.transfer_encoding = true;
+            // Chunked must be the last coding; otherwise the body runs
+            // to the end of the connection.
+            if let Some(last) = tokens().rfind(|c| !c.is_empty()) {
+                self.chunked_last = last.eq_ignore_ascii_case("chunked");
+            }
+        } else if name.eq_ignore_ascii_case("content-length") {
+            for part in value.split(|&b| b == b',') {
+                let n = std::str::from_utf8(part)
+                    .ok()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|s| s.parse::<u64>().ok());
+                self.length = match (self.length, n) {
+                    (Err(e), _) => Err(e),
+                    (_, None) => Err("invalid content-length"),
+                    (Ok(Some(l)), Some(n)) if l != n => Err("conflicting content-length values"),
+                    (Ok(_), Some(n)) => Ok(Some(n)),
+                };
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for t in tokens() {
+                self.close |= t.eq_ignore_ascii_case("close");
+                self.keep_alive |= t.eq_ignore_ascii_case("keep-alive");
+            }
+        } else {
+            self.noted |= Headers::note(name);
+        }
+    }
 }
 
 /// The response head at the start of `buf`, or `None` when it is not
@@ -632,64 +696,36 @@ fn parse_head_with<'b>(
         .and_then(|c| StatusCode::from_u16(c).ok())
         .ok_or_else(|| Failure::malformed("invalid status code"))?
         .as_u16();
-    // One copy of the head; every value is a slice of it, not an
-    // allocation of its own.
-    let raw = Bytes::copy_from_slice(&buf[..len]);
-    let mut headers = HeaderMap::with_capacity(parsed.headers.len());
+    // httparse checked the names (tokens) and values (no control
+    // characters), as `http`'s types would.
+    let mut facts = Fields::new();
     for field in parsed.headers.iter() {
-        let name = HeaderName::from_bytes(field.name.as_bytes())
-            .map_err(|_| Failure::malformed(format!("invalid header name {:?}", field.name)))?;
-        // httparse's values borrow from `buf`, which `raw` copies.
-        let at = field.value.as_ptr() as usize - buf.as_ptr() as usize;
-        let value = HeaderValue::from_maybe_shared(raw.slice(at..at + field.value.len()))
-            .map_err(|_| Failure::malformed(format!("invalid value of header {name}")))?;
-        headers.append(name, value);
+        facts.add(field.name, field.value);
     }
     Ok(Some(Head {
         status,
         http10: parsed.version == Some(0),
-        headers,
+        // One copy of the head, read again only if someone asks.
+        headers: Headers::from_head(Bytes::copy_from_slice(&buf[..len]), facts.noted),
+        fields: facts,
         len,
     }))
 }
 
 /// How the body of a response with `status` to `method` is delimited
 /// (RFC 9112, section 6.3).
-fn framing(method: &Method, status: u16, headers: &HeaderMap) -> Result<Framing, Failure> {
+fn framing(method: &Method, status: u16, fields: &Fields) -> Result<Framing, Failure> {
     if *method == Method::HEAD || (100..200).contains(&status) || status == 204 || status == 304 {
         return Ok(Framing::Empty);
     }
-    if headers.contains_key(TRANSFER_ENCODING) {
-        // Chunked must be the last coding; otherwise the body runs to the
-        // end of the connection.
-        let last = headers
-            .get_all(TRANSFER_ENCODING)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(str::trim)
-            .rfind(|c| !c.is_empty());
-        return Ok(match last {
-            Some(c) if c.eq_ignore_ascii_case("chunked") => Framing::Chunked,
-            _ => Framing::UntilClose,
+    if fields.transfer_encoding {
+        return Ok(if fields.chunked_last {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
         });
     }
-    let mut length = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
-        for part in value.as_bytes().split(|&b| b == b',') {
-            let n = std::str::from_utf8(part)
-                .ok()
-                .map(str::trim)
-                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| Failure::malformed("invalid content-length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(Failure::malformed("conflicting content-length values"));
-            }
-            length = Some(n);
-        }
-    }
-    Ok(match length {
+    Ok(match fields.length.map_err(Failure::malformed)? {
         Some(0) => Framing::Empty,
         Some(n) => Framing::Length(n),
         None => Framing::UntilClose,
@@ -708,16 +744,6 @@ fn chunk_size(line: &[u8]) -> Result<u64, Failure> {
     u64::from_str_radix(hex, 16).map_err(|_| Failure::malformed("invalid chunk size"))
 }
 
-/// Whether a comma-separated header has `token` (case-insensitive).
-fn has_token(headers: &HeaderMap, name: HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
-}
-
 /// Whether a failed request may go out again on a fresh connection: only
 /// when the server cannot have acted on it, or when acting twice does no
 /// harm (the methods Go's client replays, as k6 does).
@@ -734,6 +760,7 @@ pub fn may_retry(method: &Method, failure: &Failure) -> bool {
 mod tests {
     use super::*;
     use crate::http::conn::{IoMarks, MeteredIo};
+    use http::header::{HeaderName, HeaderValue};
     use tokio::net::{TcpListener, TcpStream};
 
     /// What the scripted server does for one request: write these pieces
@@ -1034,7 +1061,8 @@ mod tests {
             (head.status, head.http10, head.len),
             (200, false, raw.len() - 5)
         );
-        assert_eq!(head.headers.get_all("x-a").iter().count(), 2);
+        assert_eq!(head.headers.get_all("x-a").len(), 2);
+        assert_eq!(head.fields.length, Ok(Some(5)));
         assert!(parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n").is_err());
         // Past the stack array, up to the limit, and past it.
         let many = |n: usize| {
@@ -1048,10 +1076,7 @@ mod tests {
         let head = parse_head(&many(MAX_HEADERS))
             .expect("valid")
             .expect("whole");
-        assert_eq!(
-            head.headers.get("x-99").map(|v| v.as_bytes()),
-            Some(&b"99"[..])
-        );
+        assert_eq!(head.headers.get("x-99"), Some(&b"99"[..]));
         assert!(parse_head(&many(MAX_HEADERS + 1)).is_err());
         assert!(parse_head(b"garbage\r\n\r\n").is_err());
     }
@@ -1059,14 +1084,11 @@ mod tests {
     #[test]
     fn bodies_are_framed_as_rfc_9112_says() {
         let h = |pairs: &[(&str, &str)]| {
-            let mut m = HeaderMap::new();
+            let mut f = Fields::new();
             for (k, v) in pairs {
-                m.append(
-                    HeaderName::from_bytes(k.as_bytes()).expect("name"),
-                    HeaderValue::from_str(v).expect("value"),
-                );
+                f.add(k, v.as_bytes());
             }
-            m
+            f
         };
         let get = Method::GET;
         let len = h(&[("content-length", "10")]);

@@ -21,6 +21,7 @@ mod dns;
 mod error;
 mod exchange;
 mod h1;
+mod headers;
 mod pool;
 mod record;
 mod redirect;
@@ -31,12 +32,11 @@ mod vu;
 pub use client::{Client, ClientConfig, RequestSpec};
 pub use cookies::{CookieJar, StoredCookie};
 pub use error::{ErrorCode, HttpError};
+pub use headers::Headers;
 pub use pool::{BodyPool, PooledBuf};
 pub use record::{RequestTags, record_request};
 pub use tls::TlsOptions;
 pub use vu::VuConnections;
-
-use http::HeaderMap;
 
 /// Per-phase timings in nanoseconds (see `wit/test.wit`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub enum BodyMode {
 pub struct HttpResponse {
     /// 0 when no response arrived.
     pub status: u16,
-    pub headers: HeaderMap,
+    pub headers: Headers,
     pub timings: Timings,
     pub error: Option<HttpError>,
     /// The body, unless discarded or failed.
