@@ -133,7 +133,9 @@ impl VuState {
                 )
             })
         } else {
-            send_inline(client, &self.conns, spec).await
+            let mut resp = crate::http::empty_response("", "");
+            send_inline(client, &self.conns, spec, &mut resp).await;
+            resp
         };
         self.resume_guest();
         self.finish(resp, name, &tags)
@@ -185,12 +187,13 @@ impl VuState {
 /// future then only exists on that path, and the frames of
 /// `send_one`/`send_many` (on the fiber in both modes) stay small.
 #[inline(never)]
-fn send_inline(
+fn send_inline<'a>(
     client: Arc<Client>,
-    conns: &VuConnections,
+    conns: &'a VuConnections,
     spec: RequestSpec,
-) -> Pin<Box<dyn Future<Output = HttpResponse> + Send + '_>> {
-    Box::pin(async move { client.send(conns, spec).await })
+    out: &'a mut HttpResponse,
+) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    Box::pin(async move { client.send_into(conns, spec, out).await })
 }
 
 /// [`send_inline`] for a batch.

@@ -120,16 +120,32 @@ impl Client {
     /// new ones), and read the whole response. Never fails: errors are in
     /// the response. Each redirect hop is in [`HttpResponse::hops`].
     pub async fn send(&self, conns: &VuConnections, spec: RequestSpec) -> HttpResponse {
-        self.send_gated(conns, spec, None).await
+        let mut out = super::empty_response("", "");
+        self.send_into(conns, spec, &mut out).await;
+        out
     }
 
-    /// [`Client::send`], the first hop holding `gate` while it connects.
+    /// [`Client::send`] into `out`, a fresh [`HttpResponse`] of the caller:
+    /// the response is filled in where it will stay instead of being moved
+    /// up through every frame of the request path.
+    pub async fn send_into(
+        &self,
+        conns: &VuConnections,
+        spec: RequestSpec,
+        out: &mut HttpResponse,
+    ) {
+        self.send_gated(conns, spec, None, out).await
+    }
+
+    /// [`Client::send_into`], the first hop holding `gate` while it
+    /// connects.
     async fn send_gated(
         &self,
         conns: &VuConnections,
         spec: RequestSpec,
         mut gate: Option<Arc<tokio::sync::Mutex<()>>>,
-    ) -> HttpResponse {
+        resp: &mut HttpResponse,
+    ) {
         let max = spec.max_redirects.unwrap_or(self.config.max_redirects);
         let mut spec = spec;
         let mut hops = Vec::new();
@@ -137,12 +153,13 @@ impl Client {
             let target = match conns.target(&spec.url) {
                 Ok(t) => t,
                 Err(e) => {
-                    let mut resp = super::failed(&spec.method, &spec.url, e);
-                    self.finish(&spec, &mut resp, hops);
-                    return resp;
+                    *resp = super::failed(&spec.method, &spec.url, e);
+                    self.finish(&spec, resp, hops);
+                    return;
                 }
             };
-            let mut resp = self.send_once(conns, &target, &spec, gate.take()).await;
+            self.send_once(conns, &target, &spec, gate.take(), resp)
+                .await;
             let next = (resp.error.is_none()
                 && redirect::is_redirect(resp.status)
                 && (hops.len() as u32) < max)
@@ -151,9 +168,10 @@ impl Client {
                 .and_then(|loc| redirect::resolve(&spec.url, loc));
             match next {
                 Some(url) => {
-                    resp.method = spec.method.clone();
-                    resp.url = std::mem::replace(&mut spec.url, url);
-                    if !redirect::keeps_method(resp.status, &spec.method) {
+                    let mut hop = std::mem::replace(resp, super::empty_response("", ""));
+                    hop.method = spec.method.clone();
+                    hop.url = std::mem::replace(&mut spec.url, url);
+                    if !redirect::keeps_method(hop.status, &spec.method) {
                         spec.method = "GET".to_owned();
                         spec.body = None;
                         spec.headers.retain(|(k, _)| {
@@ -161,15 +179,15 @@ impl Client {
                                 && !k.eq_ignore_ascii_case("content-length")
                         });
                     }
-                    resp.body = None;
-                    self.finish_hop(&spec, &mut resp);
-                    hops.push(resp);
+                    hop.body = None;
+                    self.finish_hop(&spec, &mut hop);
+                    hops.push(hop);
                 }
                 None => {
                     resp.method = std::mem::take(&mut spec.method);
                     resp.url = std::mem::take(&mut spec.url);
-                    self.finish(&spec, &mut resp, hops);
-                    return resp;
+                    self.finish(&spec, resp, hops);
+                    return;
                 }
             }
         }
@@ -199,13 +217,14 @@ impl Client {
         target: &Target,
         spec: &RequestSpec,
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
-    ) -> HttpResponse {
+        resp: &mut HttpResponse,
+    ) {
         let cookie = conns.with_jar(|jar| {
             (!jar.is_empty())
                 .then(|| jar.header_for(target.tls, &target.host, target.path.path()))
                 .flatten()
         });
-        let resp = self.perform(conns, target, spec, cookie, gate).await;
+        self.perform(conns, target, spec, cookie, gate, resp).await;
         if resp.headers.contains("set-cookie") {
             conns.with_jar(|jar| {
                 for value in resp.headers.get_all("set-cookie") {
@@ -215,7 +234,6 @@ impl Client {
                 }
             });
         }
-        resp
     }
 
     /// Send `specs` in parallel, at most `batch` at once and
@@ -285,6 +303,8 @@ impl Client {
         let gate = (may_share && multiplexed)
             .then(|| conns.gate(key))
             .flatten();
-        self.send_gated(conns, spec, gate).await
+        let mut out = super::empty_response("", "");
+        self.send_gated(conns, spec, gate, &mut out).await;
+        out
     }
 }

@@ -25,8 +25,8 @@ use super::vu::VuConnections;
 use super::{BodyMode, Headers, HttpResponse, Timings};
 
 impl Client {
-    /// The timed exchange, under the request's timeout. Puts the
-    /// connection back into `conns` when it can be reused.
+    /// The timed exchange into `resp`, under the request's timeout. Puts
+    /// the connection back into `conns` when it can be reused.
     pub(super) async fn perform(
         &self,
         conns: &VuConnections,
@@ -34,7 +34,8 @@ impl Client {
         spec: &RequestSpec,
         cookie: Option<String>,
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
-    ) -> HttpResponse {
+        resp: &mut HttpResponse,
+    ) {
         let timeout = spec.timeout.unwrap_or(self.config.timeout);
         let mode = spec.body_mode.unwrap_or(if self.config.discard_bodies {
             BodyMode::Discard
@@ -42,12 +43,11 @@ impl Client {
             BodyMode::Keep
         });
         // The caller, who owns the request, fills in its method and URL.
-        let mut resp = super::empty_response("", "");
         let method = match check_request(spec) {
             Ok(m) => m,
             Err(e) => {
                 resp.error = Some(e);
-                return resp;
+                return;
             }
         };
         let request = Request {
@@ -65,7 +65,8 @@ impl Client {
                 gate,
                 &request,
                 mode,
-                &mut resp,
+                started,
+                resp,
                 &mut conn_out,
             ),
         )
@@ -93,7 +94,6 @@ impl Client {
         {
             conns.put(&target.key, conn);
         }
-        resp
     }
 
     /// The request as hyper takes it, for HTTP/2 (HTTP/1.1 encodes the
@@ -139,10 +139,10 @@ impl Client {
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
         request: &Request<'_>,
         mode: BodyMode,
+        t0: u64,
         resp: &mut HttpResponse,
         conn_out: &mut Option<Conn>,
     ) {
-        let t0 = now_ns();
         let outgoing = h1::Outgoing {
             method: request.method,
             target: target.path.path_and_query().map_or("/", |p| p.as_str()),
@@ -171,9 +171,13 @@ impl Client {
                 Some(mut c) => ready(&mut c).await.then_some(c),
                 None => None,
             };
+            // A reused connection sends at once: one clock read for both.
+            let mut reused_at = None;
             let mut conn = match ready {
                 Some(c) => {
-                    resp.timings.blocked = now_ns() - t0;
+                    let now = now_ns();
+                    resp.timings.blocked = now - t0;
+                    reused_at = Some(now);
                     c
                 }
                 None => match self.connect(target, t0, &mut resp.timings).await {
@@ -196,7 +200,7 @@ impl Client {
             resp.tls_version = conn.tls_version;
             resp.proto = Some(conn.proto().tag());
             conn.begin_request();
-            let send_start = now_ns();
+            let send_start = reused_at.unwrap_or_else(now_ns);
             let h2 = match &mut conn.sender {
                 Sender::H1(c) => {
                     let keep_into = (mode == BodyMode::Keep).then_some(&self.pool);

@@ -630,8 +630,12 @@ impl Fields {
     }
 
     fn add(&mut self, name: &str, value: &[u8]) {
-        let text = std::str::from_utf8(value).ok();
-        let tokens = || text.into_iter().flat_map(|v| v.split(',')).map(str::trim);
+        let tokens = || {
+            std::str::from_utf8(value)
+                .into_iter()
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+        };
         if name.eq_ignore_ascii_case("transfer-encoding") {
             self.transfer_encoding = true;
             // Chunked must be the last coding; otherwise the body runs
