@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::metrics::Tags;
+use crate::metrics::{Tags, intern};
 
 /// Group paths (and check names per path) a VU keeps tag sets for; past
 /// this, tag sets are built per use, so a test generating names cannot
@@ -74,7 +74,7 @@ impl Groups {
         let (path, tags) = match self.scopes.get_key_value(path.as_str()) {
             Some((path, tags)) => (path.clone(), tags.clone()),
             None => {
-                let tags: Tags = Arc::new(self.root.with([("group", path.as_str())]));
+                let tags = intern(self.root.with([("group", path.as_str())]));
                 let path: Arc<str> = path.into();
                 if self.scopes.len() < CACHE_LIMIT {
                     self.scopes.insert(path.clone(), tags.clone());
@@ -107,7 +107,7 @@ impl Groups {
         if let Some(tags) = self.checks.get(self.path()).and_then(|m| m.get(name)) {
             return tags.clone();
         }
-        let tags: Tags = Arc::new(self.tags().with([("check", name)]));
+        let tags = intern(self.tags().with([("check", name)]));
         if self.checks.len() < CACHE_LIMIT {
             let path = self
                 .open

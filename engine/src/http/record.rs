@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::{FxHashMap, FxHasher};
 use std::sync::Arc;
 
-use crate::metrics::{Builtin, Recorder, TagSet, Tags};
+use crate::metrics::{Builtin, Recorder, TagSet, Tags, intern};
 
 use super::HttpResponse;
 
@@ -151,7 +151,7 @@ impl RequestTags {
         {
             return set.clone();
         }
-        let set = Arc::new(request_tags(base, name, resp));
+        let set = intern(request_tags(base, name, resp));
         if self.sets.len() >= MAX_CACHED {
             self.sets.clear();
         }

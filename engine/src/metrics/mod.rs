@@ -18,4 +18,4 @@ pub mod threshold;
 pub use registry::{Builtin, MetricDef, MetricId, MetricKind, Registry, ValueKind};
 pub use shard::{Interval, Recorder, Snapshot};
 pub use sink::{Sink, TrendSink};
-pub use tags::{TagSet, Tags};
+pub use tags::{TagSet, Tags, intern};

@@ -4,8 +4,9 @@
 //! by key, and carries its hash so that the per-thread series maps hash it
 //! in O(1).
 
+use std::collections::HashSet;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// A shared, immutable tag set.
 pub type Tags = Arc<TagSet>;
@@ -71,6 +72,30 @@ impl TagSet {
     }
 }
 
+/// Distinct tag sets [`intern`] keeps; past this it hands out unshared
+/// sets (which only cost the series lookups a string comparison).
+const MAX_INTERNED: usize = 1 << 16;
+
+/// One shared copy of `set` for every VU that builds an equal one.
+///
+/// Each thread's series map looks tag sets up on every sample: by address
+/// when the set is the one the map holds, by comparing every tag string
+/// otherwise. VUs cache the sets they build (per group, check and kind of
+/// request), so interning those once makes every lookup the cheap kind,
+/// whichever VU records.
+pub fn intern(set: TagSet) -> Tags {
+    static SETS: LazyLock<Mutex<HashSet<Tags>>> = LazyLock::new(Default::default);
+    let mut sets = SETS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(shared) = sets.get(&set) {
+        return shared.clone();
+    }
+    let set = Arc::new(set);
+    if sets.len() < MAX_INTERNED {
+        sets.insert(set.clone());
+    }
+    set
+}
+
 /// A fixed hasher state: the cached hash must be the same for equal sets
 /// built anywhere in the process.
 static FIXED_STATE: std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher> =
@@ -115,5 +140,14 @@ mod tests {
         assert_eq!(a.to_string(), "{a:1, b:2}");
         assert_ne!(a, a.with([("c", "3")]));
         assert_eq!(a.with([("a", "9")]).get("a"), Some("9"));
+    }
+
+    #[test]
+    fn equal_sets_intern_to_one_copy() {
+        let a = intern(TagSet::new([("k", "interned-test"), ("j", "1")]));
+        let b = intern(TagSet::new([("j", "1"), ("k", "interned-test")]));
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = intern(TagSet::new([("k", "interned-test")]));
+        assert!(!Arc::ptr_eq(&a, &c) && *a != *c);
     }
 }
