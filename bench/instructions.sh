@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Instructions per iteration of examples/rust/hello (a GET, a check and a
+# counter), counted by valgrind's callgrind: the CPU cost of the request
+# path without the noise of a shared machine. Timed runs here vary by
+# +-10% from one minute to the next; instruction counts repeat within a
+# few tenths of a percent, so this is the figure to compare before and
+# after a change to the request path (docs/BENCHMARKS.md, Session 4).
+#
+# wload runs N and 3N iterations (4 VUs) against the built-in target
+# server; the difference divided by 2N is what one iteration costs, start
+# and teardown cancelled out. Kernel time (the socket calls) is not
+# counted: it is the same for every HTTP client. TOP=K also prints the K
+# functions with the most instructions of their own per iteration.
+#
+#   bench/instructions.sh                        # about a minute
+#   TOP=30 bench/instructions.sh
+#   WLOAD=/tmp/wload-old bench/instructions.sh   # another build, to compare
+#   N=4000 VUS=100 bench/instructions.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${N:-2000}
+vus=${VUS:-4}
+top=${TOP:-0}
+. bench/lib.sh
+wload_and_guest hello
+if ! command -v valgrind >/dev/null; then
+  echo "installing valgrind (apt-get)" >&2
+  apt-get install -y -q valgrind >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }
+fi
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+taskset -c 0 "$WLOAD" serve --port "$port" --duration 20m 2>"$work/server.log" &
+server=$!
+cleanup() {
+  kill -INT "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+for _ in $(seq 50); do
+  curl -sf "http://127.0.0.1:$port/" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+count() { # iterations: callgrind's output file for that many
+  # A long output interval: the per-second aggregation would otherwise
+  # count in proportion to valgrind's slowness, not to the iterations.
+  taskset -c 1 valgrind --tool=callgrind --smc-check=all \
+    --callgrind-out-file="$work/cg.$1" "$WLOAD" run "$GUEST" -q \
+    --vus "$vus" --iterations "$1" --out-interval 1h \
+    -e BASE_URL="http://127.0.0.1:$port" >"$work/run.$1.log" 2>&1 ||
+    { echo "wload failed under valgrind:"; cat "$work/run.$1.log"; exit 1; } >&2
+  grep -q "http_reqs.*: $1 " "$work/run.$1.log" ||
+    { echo "expected $1 requests:"; cat "$work/run.$1.log"; exit 1; } >&2
+}
+count "$n" &
+first=$!
+count $((3 * n))
+wait "$first"
+
+python3 - "$work/cg.$n" "$work/cg.$((3 * n))" "$n" "$top" "$vus" <<'PY'
+import re, subprocess, sys
+from collections import Counter
+
+small, large, n, top, vus = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+
+def by_function(path):
+    out = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
+                         capture_output=True, text=True, check=True).stdout
+    totals, funcs = 0, Counter()
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$", line)
+        if not m:
+            continue
+        ir = int(m.group(1).replace(",", ""))
+        if "PROGRAM TOTALS" in m.group(2):
+            totals = ir
+            continue
+        name = m.group(2)
+        if not name.startswith("???"):
+            name = name.split(":", 1)[-1]
+        funcs[re.sub(r"\s*\[.*\]$", "", name)] += ir
+    return totals, funcs
+
+(t1, f1), (t3, f3) = by_function(small), by_function(large)
+per = (t3 - t1) / (2 * n)
+print(f"instructions per iteration: {per:,.0f}  ({vus} VUs, {n} and {3 * n} iterations)")
+if top:
+    diff = {k: (v - f1.get(k, 0)) / (2 * n) for k, v in f3.items()}
+    for name, ir in sorted(diff.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"{ir:8,.0f}  {name[:140]}")
+PY
