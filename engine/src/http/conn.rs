@@ -16,10 +16,8 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -35,11 +33,21 @@ use super::error::HttpError;
 use super::h1::H1Conn;
 use super::tls::version_tag;
 
-/// Nanoseconds since the first call in this process: a cheap monotonic
-/// clock whose readings fit in an atomic.
+/// The monotonic clock (`Instant`'s) in nanoseconds: readings that fit in
+/// an atomic. Read straight from the vDSO, six times per request: going
+/// through `Instant::elapsed` (a `Duration` subtraction and a 128-bit
+/// conversion per read) cost several times the read itself.
 pub fn now_ns() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to write; the clock
+    // exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
 }
 
 /// Byte counts and timestamps of the request in flight on a connection.
