@@ -180,7 +180,8 @@ impl Client {
                     reused_at = Some(now);
                     c
                 }
-                None => match self.connect(target, t0, &mut resp.timings).await {
+                // Boxed, as HTTP/2 is: only new connections need it.
+                None => match Box::pin(self.connect(target, t0, &mut resp.timings)).await {
                     Ok(c) => {
                         if let Some(shared) = c.share()
                             && !self.config.no_connection_reuse
@@ -234,24 +235,47 @@ impl Client {
                         }
                     }
                 }
-                Sender::H2(s) => {
-                    // HTTP/2 requests are not retried: the request is
-                    // hyper's from here on.
-                    s.send_request(self.build(target, request)).await
+                // Boxed: hyper's request and response futures would
+                // otherwise size every request's future, HTTP/1.1 ones
+                // included, past what the allocator serves from its
+                // per-thread cache.
+                Sender::H2(_) => {
+                    Box::pin(self.exchange_h2(&mut conn, target, request, send_start, mode, resp))
+                        .await
                 }
             };
-            match h2 {
-                Ok(response) => {
-                    conn.reused = true;
-                    self.receive_h2(&conn, send_start, response, mode, resp)
-                        .await;
-                    if resp.error.is_none() {
-                        *conn_out = Some(conn);
-                    }
-                }
-                Err(e) => self.fail_send(&conn, send_start, HttpError::from_hyper(&e), resp),
+            if h2 && resp.error.is_none() {
+                *conn_out = Some(conn);
             }
             return;
+        }
+    }
+
+    /// An HTTP/2 request on `conn` (not retried: the request is hyper's
+    /// from the start). Whether the response came.
+    async fn exchange_h2(
+        &self,
+        conn: &mut Conn,
+        target: &Target,
+        request: &Request<'_>,
+        send_start: u64,
+        mode: BodyMode,
+        resp: &mut HttpResponse,
+    ) -> bool {
+        let Sender::H2(s) = &mut conn.sender else {
+            return false;
+        };
+        match s.send_request(self.build(target, request)).await {
+            Ok(response) => {
+                conn.reused = true;
+                self.receive_h2(conn, send_start, response, mode, resp)
+                    .await;
+                true
+            }
+            Err(e) => {
+                self.fail_send(conn, send_start, HttpError::from_hyper(&e), resp);
+                false
+            }
         }
     }
 
