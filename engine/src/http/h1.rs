@@ -26,15 +26,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use super::conn::Stream;
 use super::error::{ErrorCode, HttpError};
-use super::headers::{Headers, MAX_FIELDS};
+use super::headers::{Headers, MAX_FIELDS, parse_response};
 use super::pool::{BodyPool, PooledBuf};
 
 /// Largest response head (status line and headers) accepted.
 const MAX_HEAD: usize = 256 << 10;
-/// Most header fields in a response head (hyper's default).
-const MAX_HEADERS: usize = MAX_FIELDS;
-/// Header fields parsed without a heap array.
-const FEW_HEADERS: usize = 24;
 /// Longest chunk-size line (with extensions) of a chunked body.
 const MAX_CHUNK_LINE: usize = 4 << 10;
 /// Size of a fresh scratch buffer and of each read into one.
@@ -671,30 +667,20 @@ impl Fields {
 /// The response head at the start of `buf`, or `None` when it is not
 /// complete yet.
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
-    // Most heads fit the small array; it lives on the stack of whoever
-    // polls the exchange (a VU's fiber, whose touched pages stay
-    // resident), so the full-size one is on the heap, for the rare rest.
-    parse_head_with(buf, &mut [httparse::EMPTY_HEADER; FEW_HEADERS])
+    parse_response(buf, |parsed, status| match status {
+        httparse::Status::Complete(len) => head_of(buf, parsed, len).map(Some),
+        httparse::Status::Partial => Ok(None),
+    })
+    .map_err(|e| match e {
+        httparse::Error::TooManyHeaders => {
+            Failure::malformed(format!("more than {MAX_FIELDS} header fields"))
+        }
+        e => Failure::malformed(e),
+    })?
 }
 
-fn parse_head_with<'b>(
-    buf: &'b [u8],
-    fields: &mut [httparse::Header<'b>],
-) -> Result<Option<Head>, Failure> {
-    let mut parsed = httparse::Response::new(fields);
-    let len = match parsed.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(httparse::Error::TooManyHeaders) if fields.len() < MAX_HEADERS => {
-            return parse_head_with(buf, &mut vec![httparse::EMPTY_HEADER; MAX_HEADERS]);
-        }
-        Err(httparse::Error::TooManyHeaders) => {
-            return Err(Failure::malformed(format!(
-                "more than {MAX_HEADERS} header fields"
-            )));
-        }
-        Err(e) => return Err(Failure::malformed(e)),
-    };
+/// The [`Head`] of a complete parse of `buf`'s first `len` bytes.
+fn head_of(buf: &[u8], parsed: &httparse::Response<'_, '_>, len: usize) -> Result<Head, Failure> {
     let status = parsed
         .code
         .and_then(|c| StatusCode::from_u16(c).ok())
@@ -706,14 +692,14 @@ fn parse_head_with<'b>(
     for field in parsed.headers.iter() {
         facts.add(field.name, field.value);
     }
-    Ok(Some(Head {
+    Ok(Head {
         status,
         http10: parsed.version == Some(0),
         // One copy of the head, read again only if someone asks.
         headers: Headers::from_head(Bytes::copy_from_slice(&buf[..len]), facts.noted),
         fields: facts,
         len,
-    }))
+    })
 }
 
 /// How the body of a response with `status` to `method` is delimited
@@ -1077,11 +1063,11 @@ mod tests {
             raw.extend_from_slice(b"\r\n");
             raw
         };
-        let head = parse_head(&many(MAX_HEADERS))
+        let head = parse_head(&many(MAX_FIELDS))
             .expect("valid")
             .expect("whole");
         assert_eq!(head.headers.get("x-99"), Some(&b"99"[..]));
-        assert!(parse_head(&many(MAX_HEADERS + 1)).is_err());
+        assert!(parse_head(&many(MAX_FIELDS + 1)).is_err());
         assert!(parse_head(b"garbage\r\n\r\n").is_err());
     }
 

@@ -16,10 +16,32 @@ use http::HeaderMap;
 /// Fields noted at the first parse, by bit.
 const NOTED: [&str; 3] = ["content-encoding", "set-cookie", "location"];
 
-/// Header fields parsed without a heap array when a head is parsed again.
+/// Header fields parsed without a heap array.
 const FEW_FIELDS: usize = 24;
-/// Most fields a head may have (the client refuses more).
+/// Most fields a head may have (hyper's default; the client refuses more).
 pub(super) const MAX_FIELDS: usize = 100;
+
+/// Parse the response head at the start of `buf` and hand the parse to
+/// `f`. Most heads fit the small field array; it lives on the stack of
+/// whoever polls (a VU's fiber, whose touched pages stay resident), so
+/// the full-size one is on the heap, for the rare rest. `TooManyHeaders`
+/// means more than [`MAX_FIELDS`].
+pub(super) fn parse_response<'b, R>(
+    buf: &'b [u8],
+    f: impl FnOnce(&httparse::Response<'_, 'b>, httparse::Status<usize>) -> R,
+) -> Result<R, httparse::Error> {
+    let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
+    let mut parsed = httparse::Response::new(&mut few);
+    match parsed.parse(buf) {
+        Err(httparse::Error::TooManyHeaders) => {
+            let mut all = vec![httparse::EMPTY_HEADER; MAX_FIELDS];
+            let mut parsed = httparse::Response::new(&mut all);
+            let status = parsed.parse(buf)?;
+            Ok(f(&parsed, status))
+        }
+        status => Ok(f(&parsed, status?)),
+    }
+}
 
 #[derive(Debug, Default, Clone)]
 pub struct Headers(Repr);
@@ -74,27 +96,14 @@ impl Headers {
                 }
             }
             Repr::Head { head, .. } => {
-                let mut visit = |fields: &[httparse::Header<'a>]| {
-                    for field in fields {
+                // Parsed whole once already: it cannot fail now.
+                let _ = parse_response(head, |parsed, _| {
+                    for field in parsed.headers.iter() {
                         if !f(field.name, field.value) {
                             return;
                         }
                     }
-                };
-                let mut few = [httparse::EMPTY_HEADER; FEW_FIELDS];
-                let mut parsed = httparse::Response::new(&mut few);
-                match parsed.parse(head) {
-                    Ok(httparse::Status::Complete(_)) => visit(parsed.headers),
-                    Err(httparse::Error::TooManyHeaders) => {
-                        let mut all = vec![httparse::EMPTY_HEADER; MAX_FIELDS];
-                        let mut parsed = httparse::Response::new(&mut all);
-                        if let Ok(httparse::Status::Complete(_)) = parsed.parse(head) {
-                            visit(parsed.headers);
-                        }
-                    }
-                    // Parsed whole once already: cannot happen.
-                    _ => {}
-                }
+                });
             }
         }
     }
