@@ -23,10 +23,8 @@ wload_and_guest hello
 hello=$GUEST
 work=$(mktemp -d)
 
-taskset -c 0 "$WLOAD" serve --port "$port" --duration $((2 * warmup + 60))s >"$work/serve.log" 2>&1 &
-server=$!
-trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-sleep 1
+trap 'stop_server; rm -rf "$work"' EXIT
+serve "$port" $((2 * warmup + 60)) "$work/serve.log"
 
 # snapshot N FILE: run N idle VUs, copy their smaps to FILE once warm.
 snapshot() {

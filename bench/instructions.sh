@@ -30,18 +30,12 @@ if ! command -v valgrind >/dev/null; then
 fi
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-taskset -c 0 "$WLOAD" serve --port "$port" --duration 20m 2>"$work/server.log" &
-server=$!
 cleanup() {
-  kill -INT "$server" 2>/dev/null || true
-  wait "$server" 2>/dev/null || true
+  stop_server
   rm -rf "$work"
 }
 trap cleanup EXIT
-for _ in $(seq 50); do
-  curl -sf "http://127.0.0.1:$port/" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+serve "$port" 1200 "$work/server.log"
 
 count() { # iterations: callgrind's output file for that many
   # A long output interval: the per-second aggregation would otherwise

@@ -3,6 +3,9 @@
 #
 #   wload_and_guest NAME   sets WLOAD (built unless given) and GUEST
 #                          (target/guests/.../NAME.wasm, built if absent)
+#   serve PORT SECS LOG    starts `wload serve` on core 0, bounded to SECS,
+#                          sets SERVER (its PID) and returns once it answers
+#   stop_server            ends it (by its PID)
 wload_and_guest() {
   if [ -z "${WLOAD:-}" ]; then
     cargo build --release -p wload -q
@@ -13,4 +16,20 @@ wload_and_guest() {
     rustup target add wasm32-wasip2 >/dev/null
     (cd examples && cargo build --release --target wasm32-wasip2 -q --target-dir ../target/guests -p "$1")
   fi
+}
+
+serve() {
+  taskset -c 0 "$WLOAD" serve --port "$1" --duration "$2s" >"$3" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 50); do
+    curl -sf "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "wload serve did not answer on port $1: $(cat "$3")" >&2
+  return 1
+}
+
+stop_server() {
+  kill -INT "$SERVER" 2>/dev/null || true
+  wait "$SERVER" 2>/dev/null || true
 }

@@ -33,9 +33,7 @@ secs() { # 10m -> 600, 90s -> 90, 1h -> 3600
 }
 total=$(secs "$duration")
 
-taskset -c 0 "$WLOAD" serve --port "$port" --duration "$(( total + 60 ))s" 2>"$work/server.log" &
-server=$!
-sleep 0.5
+serve "$port" $(( total + 60 )) "$work/server.log"
 
 taskset -c 1 "$WLOAD" run "$hello" -q --vus "$vus" --duration "$duration" \
   -e BASE_URL="http://127.0.0.1:$port" \
@@ -54,8 +52,7 @@ while kill -0 "$run" 2>/dev/null; do
   echo "$elapsed $rss" | tee -a "$work/rss.txt"
 done
 wait "$run" || echo "wload exited with $?"
-kill -INT "$server" 2>/dev/null || true
-wait "$server" 2>/dev/null || true
+stop_server
 
 at_1m=$(awk '$1 == 60 {print $2}' "$work/rss.txt")
 last=$(tail -1 "$work/rss.txt")
