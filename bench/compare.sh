@@ -274,7 +274,7 @@ fi
   echo "mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
   echo "kernel=$(uname -sr)"
   echo "cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
-  echo "wload=$("$wload" --version | sed "s/^wload //") ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- engine || echo ', engine modified'))"
+  echo "wload=$("$wload" --version | sed "s/^wload //") ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ', crates modified'))"
   echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
   echo "oha=$("$oha" --version)"
   echo "k6=$("$k6" version | head -1)"

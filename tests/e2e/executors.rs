@@ -22,7 +22,7 @@ fn with_config(
     guest: &str,
     options: Value,
     extra: &str,
-) -> (wload::demo::server::TargetServer, Finished) {
+) -> (wload_target::TargetServer, Finished) {
     let path = config(name, options);
     run_ok(name, guest, &format!("--config {} {extra}", path.display()))
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wload::demo::server::{ServeOptions, TargetServer};
+use wload_target::{ServeOptions, TargetServer};
 
 use crate::support::*;
 
@@ -233,7 +233,7 @@ fn compressed_bodies_are_decoded_and_counted_on_the_wire() {
     all_pass(&run);
     // Decoded bodies would be 3 x 143 bytes per iteration; the wire
     // carried compressed ones plus headers.
-    let plain = wload::demo::server::COMPRESSIBLE.len() as f64;
+    let plain = wload_target::COMPRESSIBLE.len() as f64;
     assert!(run.metric("data_received", "count") < 12.0 * (plain + 60.0));
 }
 

@@ -10,6 +10,7 @@ mod errors;
 mod executors;
 mod http;
 mod languages;
+mod layers;
 mod load;
 mod outputs;
 mod results;

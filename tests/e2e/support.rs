@@ -8,15 +8,16 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use wload::demo::server::TargetServer;
+use wload_target::TargetServer;
 
-#[path = "../../engine/guests.rs"]
+#[path = "../../crates/wload/guests.rs"]
 mod guests;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("engine/ is inside the repository")
+        .ancestors()
+        .nth(2)
+        .expect("crates/wload/ is inside the repository")
         .to_owned()
 }
 

@@ -1,5 +1,5 @@
 //! Host calls and nothing else, for the engine's micro-benchmarks
-//! (`engine/benches/host_call.rs`): each entry point makes `CALLS` calls
+//! (`crates/wload-engine/benches/host_call.rs`): each entry point makes `CALLS` calls
 //! of one kind, so that a benchmark divides by it and reads the cost of
 //! one guest→host call.
 //!

@@ -1,0 +1,79 @@
+//! Set-up shared by the benchmarks: the example guests (built like the
+//! end-to-end tests build them) and one VU's store and instance, wired as
+//! a run wires them, on the probe engine.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use wasmtime::Store;
+use wload_engine::component::{Cache, CompiledTest};
+use wload_engine::host::{self, RunShared, Test, VuScenario, VuState};
+use wload_engine::sandbox::{Sandbox, SandboxLimits};
+use wload_http::{BodyPool, Client, ClientConfig};
+use wload_metrics::{Recorder, Registry, TagSet};
+
+#[path = "../../../wload/guests.rs"]
+mod guests;
+
+/// `examples/rust/<name>` built for wasm32-wasip2 (cargo does nothing
+/// when it is up to date).
+pub fn guest(name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/wload-engine/ is inside the repository");
+    let status = guests::build_guests(root, Some(name))
+        .expect("cannot run cargo to build the example guests");
+    assert!(status.success(), "building examples/rust/{name} failed");
+    guests::guest_dir(root).join(format!("{name}.wasm"))
+}
+
+/// One VU: its store and instance.
+pub struct BenchVu {
+    pub store: Store<VuState>,
+    pub test: Test,
+}
+
+impl BenchVu {
+    /// Instantiate `wasm` as VU 1 with `-e` variables `env`.
+    pub async fn new(wasm: &Path, env: &[(&str, &str)]) -> BenchVu {
+        let sandbox = Sandbox::probe(SandboxLimits::default()).expect("wasm engine");
+        let compiled =
+            CompiledTest::load(&sandbox.engine, wasm, &Cache::disabled()).expect("compile guest");
+        let pre = compiled.instance_pre(&sandbox.engine).expect("link guest");
+        let client = Client::new(ClientConfig::default(), BodyPool::new(64)).expect("client");
+        let setup_data = OnceLock::new();
+        let _ = setup_data.set(None);
+        let shared = Arc::new(RunShared {
+            recorder: Arc::new(Recorder::new(Arc::new(Registry::new()))),
+            client: Arc::new(client),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            setup_data,
+            run_tags: TagSet::empty(),
+        });
+        let scenario = VuScenario::new("default", HashMap::new(), [], &TagSet::empty());
+        let state = VuState::new(shared, &sandbox, 1, scenario);
+        let mut store = host::new_store(&sandbox.engine, state);
+        let test = pre
+            .instantiate_async(&mut store)
+            .await
+            .expect("instantiate guest");
+        BenchVu { store, test }
+    }
+
+    /// Run the entry point `exec` once; panics if it fails.
+    pub async fn iterate(&mut self, exec: &str) {
+        let result = self
+            .test
+            .call_iteration(&mut self.store, exec)
+            .await
+            .expect("the iteration trapped");
+        if let Err(message) = result {
+            panic!("the iteration failed: {message}");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Core modules that carry the world's metadata become components here.
+//!
+//! Toolchains without component-model support (AssemblyScript) emit a core
+//! module that follows the canonical ABI of `wload:test` and embeds the
+//! world's type information in a `component-type` custom section, as
+//! wit-bindgen does. Wrapping such a module is what `wasm-tools component
+//! new` does; doing it at load time with the same library means users never
+//! run an extra tool.
+
+use anyhow::{Context, Result};
+use wit_component::ComponentEncoder;
+
+/// Whether a core module has a `component-type*` custom section.
+pub fn has_component_metadata(module: &[u8]) -> bool {
+    wasmparser::Parser::new(0)
+        .parse_all(module)
+        .filter_map(|payload| payload.ok())
+        .any(|payload| {
+            matches!(payload, wasmparser::Payload::CustomSection(s)
+                if s.name().starts_with("component-type"))
+        })
+}
+
+/// Wrap `module` into a component using its embedded world metadata.
+pub fn to_component(module: &[u8]) -> Result<Vec<u8>> {
+    ComponentEncoder::default()
+        .validate(true)
+        .module(module)
+        .context("its component-type metadata cannot be read")?
+        .encode()
+        .map_err(|e| anyhow::anyhow!("{e:#}"))
+        .context(
+            "it does not follow the canonical ABI of its embedded world \
+             (rebuild it with the wload AssemblyScript SDK, `npx wload-as build`)",
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use wit_component::{StringEncoding, metadata};
+    use wit_parser::Resolve;
+
+    /// The world's metadata as the AssemblyScript SDK embeds it: the
+    /// payload of a `component-type:wload:test` custom section.
+    fn world_metadata() -> Vec<u8> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut resolve = Resolve::default();
+        let (pkg, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
+        let world = resolve
+            .select_world(&[pkg], Some("test"))
+            .expect("world test");
+        metadata::encode(&resolve, world, StringEncoding::UTF8, None).expect("encode metadata")
+    }
+
+    /// The AssemblyScript SDK ships the metadata as a file (it has no WIT
+    /// tooling of its own); it must match `wit/`. Run with
+    /// `WLOAD_BLESS=1` after changing the WIT to rewrite it.
+    #[test]
+    fn assemblyscript_metadata_matches_the_wit() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sdk/assemblyscript/component-type.wasm");
+        let fresh = world_metadata();
+        if std::env::var_os("WLOAD_BLESS").is_some() {
+            std::fs::write(&path, &fresh).expect("write component-type.wasm");
+        }
+        let shipped = std::fs::read(&path).expect("sdk/assemblyscript/component-type.wasm");
+        assert!(
+            shipped == fresh,
+            "sdk/assemblyscript/component-type.wasm is stale: rerun this test with WLOAD_BLESS=1"
+        );
+    }
+
+    #[test]
+    fn modules_without_metadata_are_told_apart() {
+        assert!(!super::has_component_metadata(b"\0asm\x01\0\0\0"));
+        let mut module = b"\0asm\x01\0\0\0".to_vec();
+        let payload = world_metadata();
+        let name = b"component-type:wload:test";
+        let mut section = vec![name.len() as u8];
+        section.extend_from_slice(name);
+        section.extend_from_slice(&payload);
+        module.push(0);
+        leb128(&mut module, section.len());
+        module.extend_from_slice(&section);
+        assert!(super::has_component_metadata(&module));
+        // Metadata but no exports: refused with a reason, not a panic.
+        let err = super::to_component(&module).unwrap_err();
+        assert!(format!("{err:#}").contains("canonical ABI"), "{err:#}");
+    }
+
+    fn leb128(out: &mut Vec<u8>, mut n: usize) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+}

@@ -1,0 +1,589 @@
+//! Options: k6's options object, from four sources merged with k6's
+//! precedence — command-line flags > `WLOAD_*` environment variables >
+//! `--config FILE` > the test's own `options()` — and turned into
+//! scenarios.
+//!
+//! Every source is first put in the one form k6 users know (the JSON of
+//! `export const options`), so a k6 options object is accepted as it is.
+//! Keys wload does not run are reported by name, never ignored silently;
+//! invalid ones stop the run before any VU starts, all reported at once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value, json};
+
+use wload_http::ClientConfig;
+use wload_metrics::threshold::{self, Threshold};
+use wload_units::{duration_value, parse_duration};
+
+use crate::executor::ScenarioConfig;
+
+/// The shortcut options that describe a default scenario.
+const SHORTCUTS: [&str; 4] = ["vus", "duration", "iterations", "stages"];
+
+/// k6's default setup and teardown timeouts.
+const DEFAULT_SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// k6's HTTP options, where given (`None`: the client's default).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpOptions {
+    pub discard_response_bodies: Option<bool>,
+    pub insecure_skip_tls_verify: Option<bool>,
+    pub no_connection_reuse: Option<bool>,
+    pub no_vu_connection_reuse: Option<bool>,
+    pub batch: Option<u32>,
+    pub batch_per_host: Option<u32>,
+    pub max_redirects: Option<u32>,
+    pub user_agent: Option<String>,
+}
+
+impl HttpOptions {
+    fn parse(options: &Map<String, Value>, errors: &mut Vec<String>) -> HttpOptions {
+        let flag = |key: &str, errors: &mut Vec<String>| {
+            options.get(key).and_then(|v| match v.as_bool() {
+                Some(b) => Some(b),
+                None => {
+                    errors.push(format!("{key}: must be true or false, not {v}"));
+                    None
+                }
+            })
+        };
+        let count = |key: &str, min: u64, errors: &mut Vec<String>| {
+            options.get(key).and_then(|v| {
+                match v
+                    .as_u64()
+                    .filter(|n| *n >= min)
+                    .and_then(|n| u32::try_from(n).ok())
+                {
+                    Some(n) => Some(n),
+                    None => {
+                        errors.push(format!(
+                            "{key}: must be a whole number of at least {min}, not {v}"
+                        ));
+                        None
+                    }
+                }
+            })
+        };
+        HttpOptions {
+            discard_response_bodies: flag("discardResponseBodies", errors),
+            insecure_skip_tls_verify: flag("insecureSkipTLSVerify", errors),
+            no_connection_reuse: flag("noConnectionReuse", errors),
+            no_vu_connection_reuse: flag("noVUConnectionReuse", errors),
+            batch: count("batch", 1, errors),
+            batch_per_host: count("batchPerHost", 1, errors),
+            max_redirects: count("maxRedirects", 0, errors),
+            user_agent: options.get("userAgent").and_then(|v| match v.as_str() {
+                Some(s) => Some(s.to_owned()),
+                None => {
+                    errors.push(format!("userAgent: must be a string, not {v}"));
+                    None
+                }
+            }),
+        }
+    }
+
+    /// Apply the given options over `config`.
+    pub fn apply(&self, config: &mut ClientConfig) {
+        if let Some(v) = self.discard_response_bodies {
+            config.discard_bodies = v;
+        }
+        if let Some(v) = self.insecure_skip_tls_verify {
+            config.tls.insecure_skip_verify = v;
+        }
+        if let Some(v) = self.no_connection_reuse {
+            config.no_connection_reuse = v;
+        }
+        if let Some(v) = self.no_vu_connection_reuse {
+            config.no_vu_connection_reuse = v;
+        }
+        if let Some(v) = self.batch {
+            config.batch = v as usize;
+        }
+        if let Some(v) = self.batch_per_host {
+            config.batch_per_host = v as usize;
+        }
+        if let Some(v) = self.max_redirects {
+            config.max_redirects = v;
+        }
+        if let Some(v) = &self.user_agent {
+            config.user_agent = v.clone();
+        }
+    }
+}
+
+/// Resolved options of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    pub scenarios: Vec<ScenarioConfig>,
+    pub http: HttpOptions,
+    pub thresholds: Vec<Threshold>,
+    /// `summaryTrendStats`: the trend statistics of the summary.
+    pub trend_stats: Vec<String>,
+    pub setup_timeout: Duration,
+    pub teardown_timeout: Duration,
+    /// Tags on every sample (`tags`, `--tag`).
+    pub tags: BTreeMap<String, String>,
+    /// Keys given but not supported by this version, each with a reason.
+    pub unsupported: Vec<String>,
+}
+
+/// The options set by `WLOAD_*` environment variables, as a k6 options
+/// object: `WLOAD_VUS`, `WLOAD_DURATION`, `WLOAD_ITERATIONS`,
+/// `WLOAD_STAGES` (`30s:10,1m:0`).
+pub fn env_layer(vars: impl IntoIterator<Item = (String, String)>) -> Result<Map<String, Value>> {
+    let mut out = Map::new();
+    for (key, value) in vars {
+        let value = value.trim().to_owned();
+        match key.as_str() {
+            "WLOAD_VUS" => {
+                let n: u64 = value
+                    .parse()
+                    .with_context(|| format!("WLOAD_VUS={value:?} is not a whole number"))?;
+                out.insert("vus".into(), json!(n));
+            }
+            "WLOAD_ITERATIONS" => {
+                let n: u64 = value
+                    .parse()
+                    .with_context(|| format!("WLOAD_ITERATIONS={value:?} is not a whole number"))?;
+                out.insert("iterations".into(), json!(n));
+            }
+            "WLOAD_DURATION" => {
+                out.insert("duration".into(), json!(value));
+            }
+            "WLOAD_STAGES" => {
+                let stages = value
+                    .split(',')
+                    .map(stage_arg)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| anyhow::anyhow!("WLOAD_STAGES: {e}"))?;
+                out.insert("stages".into(), Value::Array(stages));
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// `--stage 30s:100`: a ramping-vus stage.
+pub fn stage_arg(text: &str) -> Result<Value, String> {
+    let (duration, target) = text.split_once(':').ok_or_else(|| {
+        format!("invalid stage {text:?}: expected DURATION:TARGET such as 30s:100")
+    })?;
+    parse_duration(duration)?;
+    let target: u32 = target
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid stage {text:?}: the target must be a whole number of VUs"))?;
+    Ok(json!({ "duration": duration.trim(), "target": target }))
+}
+
+/// `--config FILE`: a k6 options object in JSON, or TOML for `.toml`.
+pub fn file_layer(path: &Path) -> Result<Map<String, Value>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    let value: Value = if path.extension().is_some_and(|e| e == "toml") {
+        let t: toml::Value = toml::from_str(&text)
+            .with_context(|| format!("{} is not valid TOML", path.display()))?;
+        serde_json::to_value(t).context("cannot convert TOML options")?
+    } else {
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", path.display()))?
+    };
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => bail!(
+            "{} must hold an options object like {{\"vus\": 10, \"duration\": \"30s\"}}",
+            path.display()
+        ),
+    }
+}
+
+/// The test's `options()` JSON ("" for none).
+pub fn test_layer(json: &str) -> Result<Map<String, Value>> {
+    if json.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str(json).context("the test's options() is not valid JSON")? {
+        Value::Object(map) => Ok(map),
+        _ => bail!(
+            "the test's options() must be a JSON object like {{\"vus\": 10, \"duration\": \"30s\"}}"
+        ),
+    }
+}
+
+/// Merge layers, lowest precedence first, key by key — except that the
+/// shape of the load comes whole from the highest layer that gives one: a
+/// layer that sets `scenarios` replaces the shortcuts of the layers below
+/// it, and one that sets `duration`, `iterations` or `stages` replaces
+/// their `scenarios` and those three (so `--stage` on the command line
+/// overrides a test's `duration`). `vus` alone only sets the VU count.
+pub fn merge(layers: &[&Map<String, Value>]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for layer in layers {
+        if layer.contains_key("scenarios") {
+            for k in SHORTCUTS {
+                out.remove(k);
+            }
+        }
+        if SHORTCUTS[1..].iter().any(|k| layer.contains_key(*k)) {
+            out.remove("scenarios");
+            for k in &SHORTCUTS[1..] {
+                out.remove(*k);
+            }
+        }
+        for (k, v) in layer.iter() {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+/// Turn a merged options object into scenarios and run settings.
+pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut unsupported = Vec::new();
+    let mut scenarios = Vec::new();
+    if let Some(value) = options.get("scenarios") {
+        for k in SHORTCUTS[1..].iter().filter(|k| options.contains_key(**k)) {
+            errors.push(format!(
+                "{k}: cannot be combined with scenarios in the same options; use one or the other"
+            ));
+        }
+        if options.contains_key("vus") {
+            unsupported.push("vus (scenarios set their own VUs)".to_owned());
+        }
+        match value.as_object() {
+            Some(map) if !map.is_empty() => {
+                for (name, scenario) in map {
+                    if let Some(s) = ScenarioConfig::parse(name, scenario, &mut errors) {
+                        scenarios.push(s);
+                    }
+                }
+            }
+            _ => errors.push(
+                "scenarios: must be an object of named scenarios, each with an \"executor\""
+                    .to_owned(),
+            ),
+        }
+    } else if let Some(s) = default_scenario(options, &mut errors) {
+        scenarios.push(s);
+    }
+
+    let timeout = |key: &str, errors: &mut Vec<String>| match options.get(key) {
+        None => DEFAULT_SETUP_TIMEOUT,
+        Some(v) => duration_value(v).unwrap_or_else(|e| {
+            errors.push(format!("{key}: {e}"));
+            DEFAULT_SETUP_TIMEOUT
+        }),
+    };
+    let setup_timeout = timeout("setupTimeout", &mut errors);
+    let teardown_timeout = timeout("teardownTimeout", &mut errors);
+
+    let mut tags = BTreeMap::new();
+    match options.get("tags") {
+        None => {}
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                match v.as_str() {
+                    Some(s) => {
+                        tags.insert(k.clone(), s.to_owned());
+                    }
+                    None => errors.push(format!("tags.{k}: must be a string")),
+                }
+            }
+        }
+        Some(other) => errors.push(format!("tags: must be an object of strings, not {other}")),
+    }
+
+    let http = HttpOptions::parse(options, &mut errors);
+    let thresholds = options
+        .get("thresholds")
+        .map(|t| threshold::parse_all(t, &mut errors))
+        .unwrap_or_default();
+    let trend_stats = match options.get("summaryTrendStats") {
+        None => wload_output::default_trend_stats(),
+        Some(Value::Array(items)) => {
+            let list: Vec<String> = items
+                .iter()
+                .map(|v| v.as_str().unwrap_or("").to_owned())
+                .collect();
+            wload_output::parse_trend_stats(&list).unwrap_or_else(|e| {
+                errors.push(format!("summaryTrendStats: {e}"));
+                wload_output::default_trend_stats()
+            })
+        }
+        Some(other) => {
+            errors.push(format!(
+                "summaryTrendStats: must be a list like [\"avg\", \"p(95)\"], not {other}"
+            ));
+            wload_output::default_trend_stats()
+        }
+    };
+    const KNOWN: [&str; 18] = [
+        "summaryTrendStats",
+        "thresholds",
+        "scenarios",
+        "vus",
+        "duration",
+        "iterations",
+        "stages",
+        "setupTimeout",
+        "teardownTimeout",
+        "tags",
+        "discardResponseBodies",
+        "insecureSkipTLSVerify",
+        "noConnectionReuse",
+        "noVUConnectionReuse",
+        "batch",
+        "batchPerHost",
+        "maxRedirects",
+        "userAgent",
+    ];
+    for key in options.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
+        unsupported.push(key.clone());
+    }
+
+    if errors.is_empty() {
+        Ok(Options {
+            scenarios,
+            http,
+            thresholds,
+            trend_stats,
+            setup_timeout,
+            teardown_timeout,
+            tags,
+            unsupported,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The `default` scenario the shortcuts describe, as k6 derives it:
+/// `iterations` → shared-iterations (with `duration` as its maxDuration),
+/// `stages` → ramping-vus, `duration` → constant-vus, none → each VU runs
+/// one iteration.
+fn default_scenario(
+    options: &Map<String, Value>,
+    errors: &mut Vec<String>,
+) -> Option<ScenarioConfig> {
+    let get = |k: &str| options.get(k).filter(|v| !v.is_null()).cloned();
+    let vus = get("vus").unwrap_or(json!(1));
+    let scenario = match (get("iterations"), get("stages"), get("duration")) {
+        (Some(_), Some(_), _) | (None, Some(_), Some(_)) => {
+            errors.push(
+                "stages: cannot be combined with duration or iterations; use one of them"
+                    .to_owned(),
+            );
+            return None;
+        }
+        (Some(iterations), None, duration) => {
+            let mut s =
+                json!({"executor": "shared-iterations", "vus": vus, "iterations": iterations});
+            if let Some(d) = duration {
+                s["maxDuration"] = d;
+            }
+            s
+        }
+        (None, Some(stages), None) => {
+            json!({"executor": "ramping-vus", "startVUs": vus, "stages": stages})
+        }
+        (None, None, Some(duration)) => {
+            json!({"executor": "constant-vus", "vus": vus, "duration": duration})
+        }
+        (None, None, None) => {
+            json!({"executor": "shared-iterations", "vus": vus, "iterations": vus})
+        }
+    };
+    // Errors then name the options the user set, not a scenario.
+    let mut scenario_errors = Vec::new();
+    let parsed = ScenarioConfig::parse("default", &scenario, &mut scenario_errors);
+    let renamed = |e: String| {
+        e.replacen("scenarios.default.startVUs", "vus", 1)
+            .replacen("scenarios.default.maxDuration", "duration", 1)
+            .replacen("scenarios.default.", "", 1)
+    };
+    errors.extend(scenario_errors.into_iter().map(renamed));
+    parsed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::Executor;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn precedence_is_cli_env_file_test() {
+        let test = obj(json!({"vus": 1, "duration": "1s", "tags": {"from": "test"}}));
+        let file = obj(json!({"vus": 2, "tags": {"from": "file"}}));
+        let env = obj(json!({"vus": 3}));
+        let cli = obj(json!({"duration": "4s"}));
+        let merged = merge(&[&test, &file, &env, &cli]);
+        let o = resolve(&merged).unwrap();
+        assert_eq!(o.tags["from"], "file");
+        match &o.scenarios[0].executor {
+            Executor::ConstantVus(e) => {
+                assert_eq!(e.vus, 3);
+                assert_eq!(e.duration, Duration::from_secs(4));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn shortcuts_above_replace_scenarios_below_and_vice_versa() {
+        let test = obj(json!({"scenarios": {"a": {"executor": "constant-vus", "duration": "5s"}}}));
+        let cli = obj(json!({"iterations": 10}));
+        let o = resolve(&merge(&[&test, &cli])).unwrap();
+        assert_eq!(o.scenarios.len(), 1);
+        assert_eq!(o.scenarios[0].name, "default");
+        assert!(matches!(
+            o.scenarios[0].executor,
+            Executor::SharedIterations(_)
+        ));
+
+        let test = obj(json!({"vus": 5, "duration": "5s"}));
+        let file = obj(
+            json!({"scenarios": {"b": {"executor": "per-vu-iterations", "vus": 2, "iterations": 3}}}),
+        );
+        let o = resolve(&merge(&[&test, &file])).unwrap();
+        assert_eq!(o.scenarios[0].name, "b");
+        assert!(o.unsupported.is_empty(), "{:?}", o.unsupported);
+    }
+
+    #[test]
+    fn a_higher_layer_gives_the_whole_shape() {
+        let test = obj(json!({"vus": 10, "duration": "10s"}));
+        let cli = obj(json!({"stages": [{"duration": "1s", "target": 3}]}));
+        let o = resolve(&merge(&[&test, &cli])).unwrap();
+        assert!(matches!(&o.scenarios[0].executor, Executor::RampingVus(e) if e.start_vus == 10));
+        let cli = obj(json!({"iterations": 5, "vus": 1}));
+        let o = resolve(&merge(&[&test, &cli])).unwrap();
+        assert!(matches!(
+            &o.scenarios[0].executor,
+            Executor::SharedIterations(e) if e.max_duration == crate::executor::shared_iterations::DEFAULT_MAX_DURATION
+        ));
+    }
+
+    #[test]
+    fn shortcuts_derive_k6s_default_scenario() {
+        let kind = |v: Value| resolve(&obj(v)).unwrap().scenarios.remove(0).executor;
+        assert!(
+            matches!(kind(json!({})), Executor::SharedIterations(e) if e.vus == 1 && e.iterations == 1)
+        );
+        assert!(
+            matches!(kind(json!({"vus": 4})), Executor::SharedIterations(e) if e.iterations == 4)
+        );
+        assert!(matches!(
+            kind(json!({"iterations": 9, "duration": "2s"})),
+            Executor::SharedIterations(e) if e.max_duration == Duration::from_secs(2)
+        ));
+        assert!(matches!(
+            kind(json!({"vus": 2, "stages": [{"duration": "10s", "target": 5}]})),
+            Executor::RampingVus(e) if e.start_vus == 2
+        ));
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_with_every_problem_named() {
+        let errs = resolve(&obj(json!({"scenarios": {
+            "a": {"executor": "constant-arrival-rate", "rate": -5, "duration": "10x", "preAllocatedVUs": 1},
+            "b": {"executor": "warp-speed"},
+            "c": {"executor": "ramping-vus", "stages": [{"duration": "1q", "target": 1}], "bogus": 1},
+        }})))
+        .unwrap_err();
+        let all = errs.join("\n");
+        for needle in [
+            "scenarios.a.rate: must be a number greater than 0, not -5",
+            "scenarios.a.duration: invalid duration \"10x\"",
+            "scenarios.b.executor: \"warp-speed\" is not an executor; accepted: shared-iterations, per-vu-iterations, constant-vus, ramping-vus, constant-arrival-rate, ramping-arrival-rate",
+            "scenarios.c.stages[0].duration: invalid duration \"1q\"",
+            "scenarios.c.bogus: unknown option for executor ramping-vus",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+        let errs = resolve(&obj(json!({"vus": 0, "duration": "5s"}))).unwrap_err();
+        assert_eq!(
+            errs,
+            vec!["vus: must be a whole number of at least 1, not 0".to_owned()]
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_keys_are_named() {
+        let o = resolve(&obj(
+            json!({"duration": "1s", "thresholds": {}, "noCookiesReset": true}),
+        ))
+        .unwrap();
+        assert_eq!(o.unsupported, vec!["noCookiesReset".to_owned()]);
+    }
+
+    #[test]
+    fn environment_and_stage_flags_parse() {
+        let env = env_layer([
+            ("WLOAD_VUS".to_owned(), "7".to_owned()),
+            ("WLOAD_STAGES".to_owned(), "10s:5,20s:0".to_owned()),
+            ("HOME".to_owned(), "/root".to_owned()),
+        ])
+        .unwrap();
+        assert_eq!(
+            Value::Object(env),
+            json!({"vus": 7, "stages": [
+                {"duration": "10s", "target": 5}, {"duration": "20s", "target": 0}
+            ]})
+        );
+        assert!(env_layer([("WLOAD_VUS".to_owned(), "x".to_owned())]).is_err());
+        assert!(stage_arg("30s").is_err());
+        assert!(stage_arg("3x:1").is_err());
+    }
+    #[test]
+    fn summary_trend_stats_are_checked() {
+        let o = resolve(&obj(
+            json!({"summaryTrendStats": ["avg", "p(99.9)", "count"]}),
+        ))
+        .unwrap();
+        assert_eq!(o.trend_stats, vec!["avg", "p(99.9)", "count"]);
+        let default = resolve(&obj(json!({}))).unwrap();
+        assert_eq!(default.trend_stats.len(), 7);
+        let errs = resolve(&obj(json!({"summaryTrendStats": ["avg", "p99"]}))).unwrap_err();
+        assert!(
+            errs[0].contains("unknown trend statistic \"p99\""),
+            "{errs:?}"
+        );
+        assert!(resolve(&obj(json!({"summaryTrendStats": []}))).is_err());
+    }
+
+    #[test]
+    fn k6_http_options_configure_the_client() {
+        let o = resolve(&obj(
+            json!({"discardResponseBodies": true, "batchPerHost": 2, "userAgent": "k6-port"}),
+        ))
+        .unwrap();
+        let mut c = ClientConfig::default();
+        o.http.apply(&mut c);
+        assert!(c.discard_bodies);
+        assert_eq!((c.batch, c.batch_per_host), (20, 2));
+        assert_eq!(c.user_agent, "k6-port");
+        let errs = resolve(&obj(json!({"batch": 0, "noConnectionReuse": "yes"}))).unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+    }
+
+    #[test]
+    fn thresholds_are_read_from_the_options() {
+        let o = resolve(&obj(json!({"thresholds": {"checks": ["rate>0.9"]}}))).unwrap();
+        assert_eq!(o.thresholds.len(), 1);
+        let errs = resolve(&obj(json!({"thresholds": {"checks": ["rate>>0.9"]}}))).unwrap_err();
+        assert!(
+            errs[0].starts_with("thresholds.checks: invalid threshold"),
+            "{errs:?}"
+        );
+    }
+}

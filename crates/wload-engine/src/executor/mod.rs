@@ -1,0 +1,451 @@
+//! Executors: how VUs are driven over time, one file per executor, each
+//! with its config (parsed from k6's options format), its validation and
+//! its loop, as in k6.
+//!
+//! This module holds what they share: [`ScenarioConfig`] (the options
+//! every executor has: startTime, gracefulStop, exec, env, tags),
+//! [`Scenario`] (what a running scenario gets: its VUs, a factory for
+//! more, its stop signal) and the loop bodies. Executors measure nothing
+//! themselves: iterations are recorded by [`vu::Vu`], requests by the host.
+
+mod arrival;
+mod constant_arrival_rate;
+mod constant_vus;
+mod control;
+mod failures;
+pub mod fields;
+mod per_vu_iterations;
+mod ramping_arrival_rate;
+mod ramping_vus;
+pub mod segment;
+pub mod shared_iterations;
+pub mod vu;
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde_json::Value;
+
+pub use constant_arrival_rate::ConstantArrivalRate;
+pub use constant_vus::ConstantVus;
+pub use control::{RunControl, StopSignal};
+pub use failures::Failures;
+pub use fields::{Fields, Stage};
+pub use per_vu_iterations::PerVuIterations;
+pub use ramping_arrival_rate::RampingArrivalRate;
+pub use ramping_vus::RampingVus;
+pub use segment::Segment;
+pub use shared_iterations::SharedIterations;
+pub use vu::{Outcome, Vu};
+
+use wload_output::progress::ScenarioPlan;
+
+use crate::host::{RunShared, TestPre, VuScenario, VuState};
+use crate::sandbox::Sandbox;
+
+/// k6's default `gracefulStop`.
+pub const DEFAULT_GRACEFUL_STOP: Duration = Duration::from_secs(30);
+
+/// The executors, by k6 name.
+pub const EXECUTORS: [&str; 6] = [
+    "shared-iterations",
+    "per-vu-iterations",
+    "constant-vus",
+    "ramping-vus",
+    "constant-arrival-rate",
+    "ramping-arrival-rate",
+];
+
+/// One scenario's executor and its own options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Executor {
+    SharedIterations(SharedIterations),
+    PerVuIterations(PerVuIterations),
+    ConstantVus(ConstantVus),
+    RampingVus(RampingVus),
+    ConstantArrivalRate(ConstantArrivalRate),
+    RampingArrivalRate(RampingArrivalRate),
+}
+
+/// Dispatch to the executor in hand.
+macro_rules! each {
+    ($self:expr, $e:ident => $body:expr) => {
+        match $self {
+            Executor::SharedIterations($e) => $body,
+            Executor::PerVuIterations($e) => $body,
+            Executor::ConstantVus($e) => $body,
+            Executor::RampingVus($e) => $body,
+            Executor::ConstantArrivalRate($e) => $body,
+            Executor::RampingArrivalRate($e) => $body,
+        }
+    };
+}
+
+impl Executor {
+    /// Read an executor's own options from a scenario object.
+    fn parse(kind: &str, f: &mut Fields<'_>) -> Option<Executor> {
+        Some(match kind {
+            "shared-iterations" => Executor::SharedIterations(SharedIterations::parse(f)),
+            "per-vu-iterations" => Executor::PerVuIterations(PerVuIterations::parse(f)),
+            "constant-vus" => Executor::ConstantVus(ConstantVus::parse(f)),
+            "ramping-vus" => Executor::RampingVus(RampingVus::parse(f)),
+            "constant-arrival-rate" => Executor::ConstantArrivalRate(ConstantArrivalRate::parse(f)),
+            "ramping-arrival-rate" => Executor::RampingArrivalRate(RampingArrivalRate::parse(f)),
+            _ => return None,
+        })
+    }
+
+    /// VUs initialised before the run starts.
+    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+        each!(self, e => e.initial_vus(seg))
+    }
+
+    /// The most VUs this executor may use (arrival-rate executors add VUs
+    /// up to `maxVUs` while running).
+    pub fn max_vus(&self, seg: &Segment) -> u32 {
+        each!(self, e => e.max_vus(seg))
+    }
+
+    /// The longest the scenario runs before its graceful stop.
+    pub fn max_duration(&self) -> Duration {
+        each!(self, e => e.max_duration())
+    }
+
+    /// For the run header, like k6's: what it does, and details for the
+    /// parenthesis after it ("" for none).
+    pub fn describe(&self) -> (String, String) {
+        each!(self, e => e.describe())
+    }
+
+    async fn run(&self, scenario: Scenario, vus: Vec<Vu>) {
+        each!(self, e => e.run(scenario, vus).await)
+    }
+}
+
+/// A scenario: an executor plus the options every executor has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioConfig {
+    pub name: String,
+    pub executor: Executor,
+    pub start_time: Duration,
+    pub graceful_stop: Duration,
+    /// The test entry point its VUs run.
+    pub exec: String,
+    pub env: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+impl ScenarioConfig {
+    /// Parse `scenarios.<name>`; problems go to `errors`.
+    pub fn parse(name: &str, value: &Value, errors: &mut Vec<String>) -> Option<ScenarioConfig> {
+        let path = format!("scenarios.{name}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            errors.push(format!(
+                "{path}: invalid scenario name; use letters, digits, '_' and '-'"
+            ));
+        }
+        let Some(map) = value.as_object() else {
+            errors.push(format!("{path}: must be an object with an \"executor\""));
+            return None;
+        };
+        let mut f = Fields::new(path.clone(), map, errors);
+        let kind = f.string("executor", "");
+        let start_time = f.duration("startTime", Some(Duration::ZERO));
+        let graceful_stop = f.duration("gracefulStop", Some(DEFAULT_GRACEFUL_STOP));
+        let exec = f.string("exec", "default");
+        let env = f.string_map("env");
+        let tags = f.string_map("tags");
+        let Some(executor) = Executor::parse(&kind, &mut f) else {
+            let what = if kind.is_empty() {
+                "is required".to_owned()
+            } else {
+                format!("{kind:?} is not an executor")
+            };
+            f.error(
+                "executor",
+                format!("{what}; accepted: {}", EXECUTORS.join(", ")),
+            );
+            return None;
+        };
+        f.finish(&kind);
+        Some(ScenarioConfig {
+            name: name.to_owned(),
+            executor,
+            start_time,
+            graceful_stop,
+            exec,
+            env,
+            tags,
+        })
+    }
+
+    /// This scenario as the run header and the progress display show it.
+    pub fn plan(&self, seg: &Segment) -> ScenarioPlan {
+        let (what, details) = self.executor.describe();
+        ScenarioPlan {
+            name: self.name.clone(),
+            what,
+            details,
+            exec: self.exec.clone(),
+            start_time: self.start_time,
+            duration: self.executor.max_duration(),
+            graceful_stop: self.graceful_stop,
+            max_vus: self.executor.max_vus(seg),
+        }
+    }
+
+    /// When this scenario is over at the latest, graceful stop included.
+    pub fn end(&self) -> Duration {
+        self.start_time + self.executor.max_duration() + self.graceful_stop
+    }
+}
+
+/// Makes the VUs of one scenario: the pre-allocated ones before the run,
+/// more during it (arrival-rate executors).
+#[derive(Clone)]
+pub struct VuFactory {
+    pub pre: Arc<TestPre<VuState>>,
+    pub sandbox: Sandbox,
+    pub shared: Arc<RunShared>,
+    pub scenario: Arc<VuScenario>,
+    pub exec: String,
+    /// VU ids are unique across the run.
+    pub next_id: Arc<AtomicU32>,
+}
+
+impl VuFactory {
+    pub async fn create(&self) -> Result<Vu> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        Vu::new(
+            id,
+            self.scenario.clone(),
+            &self.exec,
+            self.pre.clone(),
+            self.sandbox.clone(),
+            self.shared.clone(),
+        )
+        .await
+    }
+}
+
+/// What a running scenario shares with its VU tasks (its VUs themselves
+/// are handed to the executor separately: they move into the tasks).
+pub struct Scenario {
+    pub factory: VuFactory,
+    pub run: Arc<RunControl>,
+    /// This scenario's own stop: its duration, then its gracefulStop.
+    pub stop: Arc<StopSignal>,
+    pub graceful_stop: Duration,
+    pub segment: Segment,
+    /// This scenario's VUs in an iteration or a loop (the progress
+    /// display's per-scenario count; the run's total is in `run.progress`).
+    pub active_vus: Arc<AtomicU32>,
+}
+
+impl Scenario {
+    /// A VU of this scenario became active (counted here and run-wide).
+    pub fn vu_active(&self) {
+        let p = &self.run.progress;
+        let now = p.active_vus.fetch_add(1, Ordering::Relaxed) + 1;
+        // A load first: the shared line is only written on a new peak.
+        if now > p.peak_vus.load(Ordering::Relaxed) {
+            p.peak_vus.fetch_max(now, Ordering::Relaxed);
+        }
+        self.active_vus.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A VU of this scenario stopped being active.
+    pub fn vu_idle(&self) {
+        self.run.progress.active_vus.fetch_sub(1, Ordering::Relaxed);
+        self.active_vus.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Neither the run nor this scenario is stopping.
+    pub fn running(&self) -> bool {
+        !self.stop.stopping() && !self.run.stopping()
+    }
+
+    /// Resolves when the run or the scenario starts stopping.
+    pub async fn wait_stopping(&self) {
+        tokio::select! {
+            _ = self.stop.wait_stopping() => {}
+            _ = self.run.stop.wait_stopping() => {}
+        }
+    }
+
+    /// Resolves when the run or the scenario is stopped hard.
+    pub async fn wait_hard(&self) {
+        tokio::select! {
+            _ = self.stop.wait_hard() => {}
+            _ = self.run.stop.wait_hard() => {}
+        }
+    }
+
+    /// Whether an interruption just seen was a hard stop (rather than a
+    /// ramp-down cut).
+    pub fn hard_stopped(&self) -> bool {
+        self.stop.hard_stopped() || self.run.hard_stopped()
+    }
+
+    /// Stop gracefully after `run_for`, hard `graceful_stop` later.
+    pub fn schedule_stop(&self, run_for: Duration) -> tokio::task::JoinHandle<()> {
+        self.stop.schedule(run_for, self.graceful_stop)
+    }
+}
+
+/// Run the scenario `config` with `vus` after its start time.
+pub async fn run_scenario(config: &ScenarioConfig, scenario: Scenario, vus: Vec<Vu>) {
+    if !config.start_time.is_zero() {
+        tokio::select! {
+            _ = tokio::time::sleep(config.start_time) => {}
+            _ = scenario.run.stop.wait_hard() => return,
+        }
+        if scenario.run.stopping() {
+            return;
+        }
+    }
+    config.executor.run(scenario, vus).await;
+}
+
+/// Run one iteration of `vu`, interrupted by a hard stop of the run or the
+/// scenario, or when `cut` resolves; count it in the progress.
+pub async fn iterate(
+    vu: &mut Vu,
+    sc: &Scenario,
+    hard: &mut HardStop,
+    lateness: Option<Duration>,
+    cut: impl Future<Output = ()>,
+) -> Outcome {
+    let outcome = tokio::select! {
+        biased;
+        _ = &mut *hard => Outcome::Interrupted,
+        _ = cut => Outcome::Interrupted,
+        o = vu.iterate(&sc.run.failures, lateness) => o,
+    };
+    let p = &sc.run.progress;
+    match &outcome {
+        Outcome::Completed => p.completed.fetch_add(1, Ordering::Relaxed),
+        Outcome::Failed(_) => p.failed.fetch_add(1, Ordering::Relaxed),
+        Outcome::Interrupted => {
+            // The call was abandoned mid-way: the instance is not reusable.
+            vu.reset(&sc.run.failures).await;
+            p.interrupted.fetch_add(1, Ordering::Relaxed)
+        }
+    };
+    outcome
+}
+
+/// A VU's wait for the hard stop of its scenario or run, made once per VU
+/// and polled by each of its iterations: subscribing to both stop
+/// channels and registering with (and leaving) their shared `Notify` on
+/// every iteration cost measurable time at tens of thousands of
+/// iterations per second, under a lock all VUs share. Even polling the
+/// registered wait takes that lock, so once the wait holds this task's
+/// waker, a poll only reads the stop flags: a stop wakes that waker, and
+/// the poll it causes sees the flag.
+pub struct HardStop {
+    sc: Arc<Scenario>,
+    wait: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+    registered: Option<std::task::Waker>,
+    stopped: bool,
+}
+
+impl HardStop {
+    pub fn new(sc: &Arc<Scenario>) -> HardStop {
+        let waiting = sc.clone();
+        HardStop {
+            sc: sc.clone(),
+            wait: Box::pin(async move { waiting.wait_hard().await }),
+            registered: None,
+            stopped: false,
+        }
+    }
+}
+
+impl Future for HardStop {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let this = &mut *self;
+        // Stays ready once stopped, for every later iteration.
+        if !this.stopped {
+            let armed = this
+                .registered
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()));
+            if armed && !this.sc.hard_stopped() {
+                return std::task::Poll::Pending;
+            }
+            if this.wait.as_mut().poll(cx).is_ready() {
+                this.stopped = true;
+            } else {
+                this.registered = Some(cx.waker().clone());
+            }
+        }
+        if this.stopped {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// The closed-model loop: iterate while the scenario runs and `may_start`
+/// allows.
+pub async fn vu_loop(mut vu: Vu, sc: Arc<Scenario>, may_start: impl Fn(&Vu) -> bool) -> Vu {
+    sc.vu_active();
+    let mut hard = HardStop::new(&sc);
+    while sc.running() && may_start(&vu) {
+        let cut = std::future::pending();
+        if iterate(&mut vu, &sc, &mut hard, None, cut).await == Outcome::Interrupted {
+            break;
+        }
+    }
+    sc.vu_idle();
+    vu
+}
+
+/// Run one [`vu_loop`] task per VU of `sc` and wait for all of them.
+pub async fn run_closed(
+    sc: Scenario,
+    vus: Vec<Vu>,
+    may_start: impl Fn(&Vu) -> bool + Clone + Send + Sync + 'static,
+) {
+    let sc = Arc::new(sc);
+    let mut tasks = tokio::task::JoinSet::new();
+    for vu in vus {
+        tasks.spawn(vu_loop(vu, sc.clone(), may_start.clone()));
+    }
+    join_all(&mut tasks, &sc.run).await;
+}
+
+/// Wait for every task, reporting panics as failures.
+pub async fn join_all<T: 'static>(tasks: &mut tokio::task::JoinSet<T>, run: &RunControl) {
+    while let Some(done) = tasks.join_next().await {
+        if let Err(e) = done
+            && e.is_panic()
+        {
+            run.failures.report(0, &format!("a VU task panicked: {e}"));
+        }
+    }
+}
+
+/// Scenario env merged for the host: the scenario's own variables.
+pub fn scenario_env(config: &ScenarioConfig) -> HashMap<String, String> {
+    config
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}

@@ -1,0 +1,154 @@
+//! `ramping-arrival-rate`: the arrival rate follows linear stages from
+//! `startRate`, in iterations per `timeUnit`, started on schedule (open
+//! model). Iteration `i` is due when the integral of the rate reaches
+//! `i`, solved per stage, so the count over the stages is exact.
+
+use std::time::Duration;
+
+use super::arrival::run_open;
+use super::constant_arrival_rate::check_open_model;
+use super::{Fields, Scenario, Segment, Stage, Vu};
+use wload_units::format::{duration_short, number, per_unit};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RampingArrivalRate {
+    pub start_rate: f64,
+    pub time_unit: Duration,
+    pub stages: Vec<Stage>,
+    pub pre_allocated_vus: u32,
+    pub max_vus: u32,
+}
+
+impl RampingArrivalRate {
+    pub fn parse(f: &mut Fields<'_>) -> Self {
+        let start_rate = f.non_negative("startRate", 0.0);
+        let time_unit = f.duration("timeUnit", Some(Duration::from_secs(1)));
+        let stages = f.stages("stages");
+        let pre_allocated_vus = f.vus("preAllocatedVUs", None, 0);
+        let max_vus = f.vus("maxVUs", Some(pre_allocated_vus), 0);
+        check_open_model(f, time_unit, pre_allocated_vus, max_vus);
+        let e = RampingArrivalRate {
+            start_rate,
+            time_unit,
+            stages,
+            pre_allocated_vus,
+            max_vus,
+        };
+        if e.max_duration().is_zero() && !e.stages.is_empty() {
+            f.error("stages", "must last longer than 0s in total");
+        }
+        e
+    }
+
+    /// When iteration `i` is due: the time at which the number of
+    /// iterations the rate has produced since the start exceeds `i`.
+    pub fn offset(&self, i: u64) -> Option<Duration> {
+        let unit = self.time_unit.as_secs_f64();
+        let mut need = i as f64;
+        let mut from = self.start_rate / unit;
+        let mut offset = 0.0;
+        for s in &self.stages {
+            let d = s.duration.as_secs_f64();
+            let to = s.target / unit;
+            let produced = (from + to) / 2.0 * d;
+            if need < produced {
+                // need = from·τ + (to − from)·τ² / (2d), for τ in [0, d).
+                let a = (to - from) / (2.0 * d);
+                let tau = if a.abs() < 1e-12 {
+                    need / from
+                } else {
+                    (-from + (from * from + 4.0 * a * need).max(0.0).sqrt()) / (2.0 * a)
+                };
+                return Some(Duration::from_secs_f64(offset + tau.clamp(0.0, d)));
+            }
+            need -= produced;
+            offset += d;
+            from = to;
+        }
+        None
+    }
+
+    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+        seg.scale_vus(self.pre_allocated_vus)
+    }
+
+    pub fn max_vus(&self, seg: &Segment) -> u32 {
+        seg.scale_vus(self.max_vus)
+    }
+
+    pub fn max_duration(&self) -> Duration {
+        self.stages.iter().map(|s| s.duration).sum()
+    }
+
+    pub fn describe(&self) -> (String, String) {
+        let peak = self
+            .stages
+            .iter()
+            .map(|s| s.target)
+            .fold(self.start_rate, f64::max);
+        (
+            format!(
+                "Up to {} iterations/{} for {} over {} stages",
+                number(peak, 2),
+                per_unit(self.time_unit),
+                duration_short(self.max_duration()),
+                self.stages.len()
+            ),
+            format!("maxVUs: {}-{}", self.pre_allocated_vus, self.max_vus),
+        )
+    }
+
+    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
+        let max = self.max_vus(&sc.segment);
+        let plan = self.clone();
+        run_open(sc, vus, self.max_duration(), max, move |i| plan.offset(i)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stage(secs: u64, target: f64) -> Stage {
+        Stage {
+            duration: Duration::from_secs(secs),
+            target,
+        }
+    }
+
+    #[test]
+    fn the_schedule_integrates_the_rate() {
+        // 0 → 100/s over 10 s (500 iterations), 100/s for 5 s (500 more),
+        // 100 → 0/s over 10 s (500 more).
+        let e = RampingArrivalRate {
+            start_rate: 0.0,
+            time_unit: Duration::from_secs(1),
+            stages: vec![stage(10, 100.0), stage(5, 100.0), stage(10, 0.0)],
+            pre_allocated_vus: 1,
+            max_vus: 1,
+        };
+        let count = (0..).take_while(|&i| e.offset(i).is_some()).count();
+        assert!((1499..=1500).contains(&count), "{count}");
+        // Half way up the first ramp (rate 50/s) 125 iterations are done.
+        let t = e.offset(125).unwrap().as_secs_f64();
+        assert!((t - 5.0).abs() < 1e-9, "{t}");
+        let t = e.offset(750).unwrap().as_secs_f64();
+        assert!((t - 12.5).abs() < 1e-9, "{t}");
+        // Offsets never go backwards.
+        let offs: Vec<_> = (0..count as u64).map(|i| e.offset(i).unwrap()).collect();
+        assert!(offs.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn a_constant_stage_matches_constant_arrival_rate() {
+        let e = RampingArrivalRate {
+            start_rate: 60.0,
+            time_unit: Duration::from_secs(60),
+            stages: vec![stage(30, 60.0)],
+            pre_allocated_vus: 1,
+            max_vus: 1,
+        };
+        assert_eq!(e.offset(1), Some(Duration::from_secs(1)));
+        assert_eq!((0..).take_while(|&i| e.offset(i).is_some()).count(), 30);
+    }
+}

@@ -1,0 +1,379 @@
+//! `wload:test/http`: requests go to the shared [`wload_http::Client`] on
+//! this VU's connections; responses become resources in the VU's table,
+//! their bodies still in pooled host buffers.
+//!
+//! A VU's host calls are polled on its fiber stack, and every page of it
+//! the deepest call touches stays resident for the VU's life. The client's
+//! futures (hyper, rustls, timeouts) are deep, so in runs of many VUs a
+//! request runs as a tokio task of its own that the VU awaits: the fiber
+//! only ever holds the guest and a few shallow host frames. With few VUs
+//! the stack pages cost little and the extra task hop per request costs
+//! a quarter of the throughput (the worker idles between hops), so the
+//! requests are polled inline (see docs/BENCHMARKS.md).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use wasmtime::component::Resource;
+
+use super::VuState;
+use super::record::record_request;
+use super::wload::test::http::{self as wit, Host, HostResponse};
+use wload_http::{
+    BodyMode, Client, CookieJar, ErrorCode, HttpError, HttpResponse, RequestSpec, VuConnections,
+};
+use wload_metrics::Tags;
+
+/// From this many VUs in the pool on, requests run as tasks of their own.
+pub(super) const SPAWN_FROM_VUS: u32 = 256;
+
+/// A guest request split into what the client needs and what the
+/// metrics need.
+fn split(
+    req: wit::Request,
+    opts: Option<wit::RequestOptions>,
+) -> (RequestSpec, Option<String>, Vec<(String, String)>) {
+    let mut spec = RequestSpec {
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        body: req.body.map(bytes::Bytes::from),
+        timeout: req.timeout.map(Duration::from_nanos),
+        // `keep`, the default, leaves the choice to the run.
+        body_mode: match req.body_mode {
+            wit::BodyMode::Keep => None,
+            wit::BodyMode::Discard => Some(BodyMode::Discard),
+        },
+        max_redirects: None,
+        expected_statuses: None,
+    };
+    if let Some(o) = opts {
+        spec.max_redirects = o.max_redirects;
+        spec.expected_statuses = o
+            .expected_statuses
+            .map(|r| r.into_iter().map(|r| (r.min, r.max)).collect());
+        if let Some(mode) = o.body_mode {
+            spec.body_mode = Some(match mode {
+                wit::BodyMode::Keep => BodyMode::Keep,
+                wit::BodyMode::Discard => BodyMode::Discard,
+            });
+        }
+    }
+    (spec, req.name, req.tags)
+}
+
+impl VuState {
+    fn tags_with(&self, extra: Vec<(String, String)>) -> Tags {
+        if extra.is_empty() {
+            self.tags().clone()
+        } else {
+            Arc::new(self.tags().with(extra))
+        }
+    }
+
+    /// Record the response and its redirect hops, and hand the response
+    /// to the guest.
+    fn finish(
+        &mut self,
+        mut resp: HttpResponse,
+        name: Option<String>,
+        tags: &Tags,
+    ) -> wasmtime::Result<Resource<HttpResponse>> {
+        let rec = &self.shared.recorder;
+        let lateness = self.lateness.map(|l| l.as_nanos() as u64);
+        // Requests with only the VU's own tags (nearly all) take their
+        // tag sets from the VU's cache.
+        let cached = Arc::ptr_eq(tags, self.tags());
+        for hop in resp.hops.iter().chain([&resp]) {
+            if cached {
+                self.request_tags
+                    .record(rec, tags, name.as_deref(), hop, lateness);
+            } else {
+                record_request(rec, tags, name.as_deref(), hop, lateness);
+            }
+        }
+        // The guest only needs how many hops there were.
+        resp.redirects = resp.hops.len() as u32;
+        resp.hops = Vec::new();
+        Ok(self.table.push(resp)?)
+    }
+
+    /// Connections do not outlive an iteration with
+    /// `--no-vu-connection-reuse`.
+    fn note_iteration(&self) {
+        let drop_idle = self.shared.client.config().no_vu_connection_reuse;
+        self.conns.begin_iteration(self.iteration, drop_idle);
+    }
+
+    async fn send_one(
+        &mut self,
+        req: wit::Request,
+        opts: Option<wit::RequestOptions>,
+    ) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.note_iteration();
+        let (spec, name, tags) = split(req, opts);
+        let tags = self.tags_with(tags);
+        let client = self.shared.client.clone();
+        let resp = if self.spawn_requests {
+            let conns = self.conns.clone();
+            // The task's future stays small (boxed inside), since tokio
+            // moves it by value through several frames of the fiber while
+            // spawning.
+            let task = Spawned(tokio::spawn(async move {
+                Box::pin(client.send(&conns, spec)).await
+            }));
+            task.await.unwrap_or_else(|e| {
+                wload_http::failed(
+                    "",
+                    "",
+                    HttpError::new(ErrorCode::Generic, format!("request task failed: {e}")),
+                )
+            })
+        } else {
+            let mut resp = wload_http::empty_response("", "");
+            send_inline(client, &self.conns, spec, &mut resp).await;
+            resp
+        };
+        self.resume_guest();
+        self.finish(resp, name, &tags)
+    }
+
+    async fn send_many(
+        &mut self,
+        reqs: Vec<(wit::Request, Option<wit::RequestOptions>)>,
+    ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.note_iteration();
+        let mut specs = Vec::with_capacity(reqs.len());
+        let mut meta = Vec::with_capacity(reqs.len());
+        for (req, opts) in reqs {
+            let (spec, name, tags) = split(req, opts);
+            specs.push(spec);
+            meta.push((name, self.tags_with(tags)));
+        }
+        let client = self.shared.client.clone();
+        let resps = if self.spawn_requests {
+            let conns = self.conns.clone();
+            let task = Spawned(tokio::spawn(async move {
+                Box::pin(client.batch(&conns, specs)).await
+            }));
+            task.await.unwrap_or_else(|e| {
+                // The batch's own tasks end with it; none of its responses
+                // came.
+                let failed = || {
+                    wload_http::failed(
+                        "",
+                        "",
+                        HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
+                    )
+                };
+                meta.iter().map(|_| failed()).collect()
+            })
+        } else {
+            batch_inline(client, &self.conns, specs).await
+        };
+        self.resume_guest();
+        resps
+            .into_iter()
+            .zip(meta)
+            .map(|(resp, (name, tags))| self.finish(resp, name, &tags))
+            .collect()
+    }
+}
+
+/// The inline path's future, built and boxed out of line: the deep
+/// future then only exists on that path, and the frames of
+/// `send_one`/`send_many` (on the fiber in both modes) stay small.
+#[inline(never)]
+fn send_inline<'a>(
+    client: Arc<Client>,
+    conns: &'a VuConnections,
+    spec: RequestSpec,
+    out: &'a mut HttpResponse,
+) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+    Box::pin(async move { client.send_into(conns, spec, out).await })
+}
+
+/// [`send_inline`] for a batch.
+#[inline(never)]
+fn batch_inline(
+    client: Arc<Client>,
+    conns: &VuConnections,
+    specs: Vec<RequestSpec>,
+) -> Pin<Box<dyn Future<Output = Vec<HttpResponse>> + Send + '_>> {
+    Box::pin(async move { client.batch(conns, specs).await })
+}
+
+/// A spawned task, cancelled when the VU stops waiting for it (the run
+/// was stopped mid-request), as an inline future would have been.
+struct Spawned<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Future for Spawned<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for Spawned<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Host for VuState {
+    async fn send(&mut self, req: wit::Request) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.send_one(req, None).await
+    }
+
+    async fn batch(
+        &mut self,
+        reqs: Vec<wit::Request>,
+    ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.send_many(reqs.into_iter().map(|r| (r, None)).collect())
+            .await
+    }
+
+    async fn send_with(
+        &mut self,
+        req: wit::Request,
+        options: wit::RequestOptions,
+    ) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.send_one(req, Some(options)).await
+    }
+
+    async fn batch_with(
+        &mut self,
+        reqs: Vec<(wit::Request, wit::RequestOptions)>,
+    ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.send_many(reqs.into_iter().map(|(r, o)| (r, Some(o))).collect())
+            .await
+    }
+
+    fn cookies(&mut self, url: String) -> wasmtime::Result<Vec<(String, String)>> {
+        let Some((secure, host, path)) = cookie_scope(&url) else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .conns
+            .with_jar(|jar| jar.matching(secure, &host, &path)))
+    }
+
+    fn set_cookie(&mut self, url: String, cookie: String) -> wasmtime::Result<Result<(), String>> {
+        let Some((_, host, path)) = cookie_scope(&url) else {
+            return Ok(Err(format!(
+                "invalid URL {url:?}: expected http:// or https://"
+            )));
+        };
+        if !CookieJar::parses(&cookie) {
+            return Ok(Err(format!(
+                "invalid cookie {cookie:?}: expected name=value[; attributes]"
+            )));
+        }
+        self.conns
+            .with_jar(|jar| jar.store_header(&host, &path, &cookie));
+        Ok(Ok(()))
+    }
+
+    fn clear_cookies(&mut self) -> wasmtime::Result<()> {
+        self.conns.with_jar(|jar| jar.clear());
+        Ok(())
+    }
+}
+
+/// `(secure, host, path)` of a URL, for the cookie jar.
+fn cookie_scope(url: &str) -> Option<(bool, String, String)> {
+    let uri: http::Uri = url.parse().ok()?;
+    let secure = match uri.scheme_str()? {
+        "https" => true,
+        "http" => false,
+        _ => return None,
+    };
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    Some((secure, host.to_owned(), uri.path().to_owned()))
+}
+
+impl HostResponse for VuState {
+    fn status(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<u16> {
+        Ok(self.table.get(&r)?.status)
+    }
+
+    fn headers(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<Vec<(String, String)>> {
+        Ok(self.table.get(&r)?.headers.to_list())
+    }
+
+    fn header(
+        &mut self,
+        r: Resource<HttpResponse>,
+        name: String,
+    ) -> wasmtime::Result<Option<String>> {
+        let resp = self.table.get(&r)?;
+        Ok(resp
+            .headers
+            .get(&name)
+            .map(|v| String::from_utf8_lossy(v).into_owned()))
+    }
+
+    fn timings(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<wit::Timings> {
+        let t = self.table.get(&r)?.timings;
+        Ok(wit::Timings {
+            blocked: t.blocked,
+            connecting: t.connecting,
+            tls_handshaking: t.tls_handshaking,
+            sending: t.sending,
+            waiting: t.waiting,
+            receiving: t.receiving,
+            duration: t.duration,
+        })
+    }
+
+    fn error(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<Option<String>> {
+        Ok(self
+            .table
+            .get(&r)?
+            .error
+            .as_ref()
+            .map(|e| e.message.clone()))
+    }
+
+    fn error_code(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<u32> {
+        Ok(self.table.get(&r)?.error_code())
+    }
+
+    fn body_len(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<u64> {
+        Ok(self.table.get(&r)?.body_len)
+    }
+
+    fn body(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<Vec<u8>> {
+        Ok(self.table.get(&r)?.body_bytes().to_vec())
+    }
+
+    fn text(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
+        Ok(String::from_utf8_lossy(self.table.get(&r)?.body_bytes()).into_owned())
+    }
+
+    fn url(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&r)?.url.clone())
+    }
+
+    fn proto(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&r)?.proto.unwrap_or("").to_owned())
+    }
+
+    fn tls_version(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<String> {
+        Ok(self.table.get(&r)?.tls_version.unwrap_or("").to_owned())
+    }
+
+    fn redirects(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<u32> {
+        Ok(self.table.get(&r)?.redirects)
+    }
+
+    fn drop(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<()> {
+        // Dropping the response returns its body buffer to the pool.
+        self.table.delete(r)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,514 @@
+//! One test run, start to finish: load and check the test, read its
+//! options, plan the executor, run setup, start the VUs, drive them, run
+//! teardown, and produce the report. The CLI fills in [`RunOptions`] and
+//! prints what comes back; everything in between happens here.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value};
+
+use wload_http::{BodyPool, Client, ClientConfig};
+use wload_metrics::threshold::{self, Threshold};
+use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
+use wload_output::Report;
+use wload_output::live::Live;
+use wload_output::progress::{self, Display, ScenarioProgress};
+use wload_output::stream::{OutSpec, Outputs};
+use wload_units::format;
+
+use crate::WasmtimeResult;
+use crate::component::{Cache, CompiledTest};
+use crate::config;
+use crate::executor::vu::explain_trap;
+use crate::executor::{
+    self, Outcome, RunControl, Scenario, ScenarioConfig, Segment, StopSignal, VuFactory,
+};
+use crate::host::{self, RunShared, VuScenario, VuState};
+use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
+
+/// Exit codes, shared with k6 where k6 has one.
+pub mod exit {
+    /// Setup or teardown failed (k6: script exception).
+    pub const SCRIPT_ERROR: u8 = 107;
+    /// Stopped by the user (Ctrl-C) (k6: external abort).
+    pub const ABORTED: u8 = 105;
+    /// The options are invalid (k6: invalid config).
+    pub const INVALID_CONFIG: u8 = 104;
+    /// A threshold failed (k6: thresholds have failed).
+    pub const THRESHOLDS_FAILED: u8 = 99;
+}
+
+/// An error that ends the run with a specific exit code.
+#[derive(Debug)]
+pub struct ExitError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for ExitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitError {}
+
+fn script_error(message: String) -> anyhow::Error {
+    ExitError {
+        code: exit::SCRIPT_ERROR,
+        message,
+    }
+    .into()
+}
+
+/// Where the test comes from.
+#[derive(Debug, Clone)]
+pub enum TestSource {
+    File(PathBuf),
+    /// A test built into the binary (`wload demo`).
+    Embedded {
+        name: String,
+        bytes: &'static [u8],
+    },
+}
+
+impl TestSource {
+    pub fn name(&self) -> String {
+        match self {
+            TestSource::File(p) => p.display().to_string(),
+            TestSource::Embedded { name, .. } => name.clone(),
+        }
+    }
+}
+
+/// What the command line asks of a run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub test: TestSource,
+    /// Options set by flags (`--vus`, `--duration`, `--stage`, `--tag`…),
+    /// as a k6 options object.
+    pub cli_options: Map<String, Value>,
+    /// Options set by `WLOAD_*` environment variables.
+    pub env_options: Map<String, Value>,
+    /// `--config FILE`.
+    pub config_file: Option<PathBuf>,
+    /// `-e KEY=VALUE` variables for the test.
+    pub env: HashMap<String, String>,
+    pub limits: SandboxLimits,
+    pub http: ClientConfig,
+    pub cache: Cache,
+    pub segment: Segment,
+    pub quiet: bool,
+    /// `--out` files, written every `out_interval`.
+    pub outputs: Vec<OutSpec>,
+    /// The aggregation interval of the outputs and the progress display.
+    pub out_interval: Duration,
+}
+
+/// A finished run.
+pub struct RunOutcome {
+    pub report: Report,
+    /// 0 unless something failed (see [`exit`]).
+    pub exit_code: u8,
+    /// Time to instantiate the pre-allocated VUs.
+    pub vu_start: Duration,
+}
+
+/// Run a test.
+pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
+    let name = opts.test.name();
+    let probe = Sandbox::probe(opts.limits)?;
+    let _probe_ticker = probe.start_ticker();
+    let compiled = match &opts.test {
+        TestSource::File(path) => CompiledTest::load(&probe.engine, path, &opts.cache)?,
+        TestSource::Embedded { name, bytes } => CompiledTest::from_bytes(
+            &probe.engine,
+            std::path::Path::new(name),
+            bytes,
+            &opts.cache,
+        )?,
+    };
+    let file_options = match &opts.config_file {
+        Some(path) => config::file_layer(path)?,
+        None => Map::new(),
+    };
+
+    let registry = Arc::new(Registry::new());
+    let recorder = Arc::new(Recorder::new(registry));
+    let make_shared = |run_tags: TagSet, client: Arc<Client>| {
+        Arc::new(RunShared {
+            recorder: recorder.clone(),
+            client,
+            env: opts.env.clone(),
+            setup_data: OnceLock::new(),
+            run_tags,
+        })
+    };
+
+    // The setup/teardown instance also answers options() and functions().
+    let pre = compiled.instance_pre(&probe.engine)?;
+    let setup_scenario = VuScenario::new("setup", HashMap::new(), [], &TagSet::empty());
+    let mut store = host::new_store(
+        &probe.engine,
+        VuState::new(
+            // options() runs before the options are known: default client.
+            make_shared(
+                TagSet::empty(),
+                Arc::new(Client::new(ClientConfig::default(), BodyPool::new(1))?),
+            ),
+            &probe,
+            0,
+            setup_scenario,
+        ),
+    );
+    let test = pre
+        .instantiate_async(&mut store)
+        .await
+        .anyhow()
+        .context("cannot instantiate the test")?;
+    let options_json = test
+        .call_options(&mut store)
+        .await
+        .anyhow()
+        .context("the test's options() failed")?;
+    let test_options = config::test_layer(&options_json)?;
+    let merged = config::merge(&[
+        &test_options,
+        &file_options,
+        &opts.env_options,
+        &opts.cli_options,
+    ]);
+    let options = config::resolve(&merged).map_err(|errors| {
+        let n = errors.len();
+        let message = format!(
+            "invalid options ({n} problem{}):\n  {}",
+            if n == 1 { "" } else { "s" },
+            errors.join("\n  ")
+        );
+        anyhow::Error::from(ExitError {
+            code: exit::INVALID_CONFIG,
+            message,
+        })
+    })?;
+    let problems = threshold::check_known(&options.thresholds, recorder.registry());
+    if !problems.is_empty() {
+        return Err(ExitError {
+            code: exit::INVALID_CONFIG,
+            message: format!("invalid options: {}", problems.join("; ")),
+        }
+        .into());
+    }
+    for key in &options.unsupported {
+        eprintln!(
+            "WARN option {key:?} is not supported by this version of wload and has no effect"
+        );
+    }
+    let functions = test
+        .call_functions(&mut store)
+        .await
+        .anyhow()
+        .context("the test's functions() failed")?;
+    let missing: Vec<String> = options
+        .scenarios
+        .iter()
+        .filter(|s| !functions.contains(&s.exec))
+        .map(|s| {
+            format!(
+                "scenarios.{}.exec: the test has no entry point {:?}",
+                s.name, s.exec
+            )
+        })
+        .collect();
+    if !missing.is_empty() {
+        return Err(ExitError {
+            code: exit::INVALID_CONFIG,
+            message: format!(
+                "invalid options: {}; it exports {}",
+                missing.join("; "),
+                functions.join(", ")
+            ),
+        }
+        .into());
+    }
+
+    // The run's tags and client settings, now known, apply from here on.
+    let mut http = opts.http.clone();
+    options.http.apply(&mut http);
+    let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
+    let shared = make_shared(
+        TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+        client,
+    );
+    store.data_mut().shared = shared.clone();
+    let seg = opts.segment;
+    let max_vus: u32 = options
+        .scenarios
+        .iter()
+        .map(|s| s.executor.max_vus(&seg))
+        .sum();
+    check_process_limits(u64::from(max_vus))?;
+
+    let ctl = RunControl::new(probe.hard_stop.clone());
+    let mut exit_code = 0u8;
+    let interrupt = tokio::spawn(watch_ctrl_c(ctl.clone()));
+
+    // setup
+    match tokio::time::timeout(options.setup_timeout, test.call_setup(&mut store)).await {
+        Ok(Ok(Ok(data))) => {
+            let _ = shared.setup_data.set(data);
+        }
+        Ok(Ok(Err(message))) => return Err(script_error(format!("setup failed: {message}"))),
+        Ok(Err(trap)) => {
+            let why = describe(explain_trap(store.data_mut(), &trap));
+            return Err(script_error(format!("setup failed: {why}")));
+        }
+        Err(_) => {
+            return Err(script_error(format!(
+                "setup did not finish within {} (setupTimeout)",
+                format::duration_short(options.setup_timeout)
+            )));
+        }
+    }
+
+    // VUs: the pre-allocated ones are instantiated before the clock starts.
+    let pool = Sandbox::pooled(opts.limits, max_vus + 1, compiled.needs)?
+        .with_hard_stop(probe.hard_stop.clone());
+    let _pool_ticker = pool.start_ticker();
+    let vu_pre = Arc::new(compiled.instance_pre(&pool.engine)?);
+    let next_id = Arc::new(AtomicU32::new(1));
+    let init = Instant::now();
+    let mut prepared = Vec::with_capacity(options.scenarios.len());
+    let mut bars = Vec::with_capacity(options.scenarios.len());
+    for config in &options.scenarios {
+        let active_vus = Arc::new(AtomicU32::new(0));
+        bars.push(ScenarioProgress::new(
+            &config.plan(&seg),
+            active_vus.clone(),
+        ));
+        let factory = VuFactory {
+            pre: vu_pre.clone(),
+            sandbox: pool.clone(),
+            shared: shared.clone(),
+            scenario: VuScenario::new(
+                &config.name,
+                executor::scenario_env(config),
+                config.tags.clone(),
+                &shared.run_tags,
+            ),
+            exec: config.exec.clone(),
+            next_id: next_id.clone(),
+        };
+        let initial = config.executor.initial_vus(&seg);
+        let mut vus = Vec::with_capacity(initial as usize);
+        for _ in 0..initial {
+            vus.push(factory.create().await?);
+        }
+        prepared.push((config.clone(), factory, vus, active_vus));
+    }
+    let vu_start = init.elapsed();
+    let initial_vus: usize = prepared.iter().map(|(_, _, v, _)| v.len()).sum();
+    let untagged = untagged();
+    recorder.record(&untagged, &[(Builtin::VusMax.id(), f64::from(max_vus))]);
+
+    let total = options
+        .scenarios
+        .iter()
+        .map(ScenarioConfig::end)
+        .max()
+        .unwrap_or_default();
+    if !opts.quiet {
+        eprintln!(
+            "{}",
+            progress::header(
+                &name,
+                &options
+                    .scenarios
+                    .iter()
+                    .map(|s| s.plan(&seg))
+                    .collect::<Vec<_>>(),
+                max_vus,
+                total,
+                (!seg.is_full()).then(|| seg.to_string()).as_deref(),
+            )
+        );
+        eprintln!(
+            "  initialized {initial_vus} VUs in {}\n",
+            format::millis(vu_start.as_secs_f64() * 1e3)
+        );
+    }
+    let run_for = options
+        .scenarios
+        .iter()
+        .map(|s| s.start_time + s.executor.max_duration())
+        .max()
+        .unwrap_or_default();
+    let trace_task = std::env::var_os("WLOAD_VUS_TRACE")
+        .map(|path| tokio::spawn(trace_vus(ctl.clone(), path.into())));
+    let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
+    let started = Instant::now();
+    let display = Display::new(ctl.clone(), bars, started, run_for, max_vus, opts.quiet);
+    let live = Live::start(
+        recorder.clone(),
+        ctl.clone(),
+        outputs,
+        display,
+        opts.out_interval,
+    )?;
+    let abort_task = options.thresholds.iter().any(|t| t.abort_on_fail).then(|| {
+        tokio::spawn(watch_thresholds(
+            options.thresholds.clone(),
+            recorder.clone(),
+            ctl.clone(),
+            started,
+        ))
+    });
+    let mut scenarios = tokio::task::JoinSet::new();
+    for (config, factory, vus, active_vus) in prepared {
+        let scenario = Scenario {
+            factory,
+            run: ctl.clone(),
+            stop: Arc::new(StopSignal::default()),
+            graceful_stop: config.graceful_stop,
+            segment: seg,
+            active_vus,
+        };
+        scenarios.spawn(async move { executor::run_scenario(&config, scenario, vus).await });
+    }
+    executor::join_all(&mut scenarios, &ctl).await;
+    let elapsed = started.elapsed();
+    for task in [trace_task, abort_task].into_iter().flatten() {
+        task.abort();
+    }
+
+    // teardown: runs even after Ctrl-C, unless the run was hard-stopped.
+    if !ctl.hard_stopped() {
+        store.data_mut().running_since = Instant::now();
+        let outcome =
+            match tokio::time::timeout(options.teardown_timeout, test.call_teardown(&mut store))
+                .await
+            {
+                Ok(Ok(Ok(()))) => None,
+                Ok(Ok(Err(message))) => Some(message),
+                Ok(Err(trap)) => Some(describe(explain_trap(store.data_mut(), &trap))),
+                Err(_) => Some(format!(
+                    "did not finish within {} (teardownTimeout)",
+                    format::duration_short(options.teardown_timeout)
+                )),
+            };
+        if let Some(message) = outcome {
+            eprintln!("ERROR teardown failed: {message}");
+            exit_code = exit::SCRIPT_ERROR;
+        }
+    }
+    interrupt.abort();
+    // The last interval (teardown included) goes to the outputs too.
+    live.finish()?;
+    if ctl.aborted.load(Ordering::Relaxed) {
+        exit_code = exit::ABORTED;
+    }
+
+    let snapshot = recorder.snapshot();
+    let thresholds =
+        threshold::evaluate_all(&options.thresholds, &snapshot, recorder.registry(), elapsed);
+    if thresholds.iter().any(|o| !o.verdict.ok) && exit_code == 0 {
+        exit_code = exit::THRESHOLDS_FAILED;
+    }
+    let report = Report {
+        snapshot,
+        metrics: recorder.registry().all(),
+        elapsed,
+        failures: ctl.failures.summary(),
+        interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
+        thresholds,
+        trend_stats: options.trend_stats.clone(),
+    };
+    Ok(RunOutcome {
+        report,
+        exit_code,
+        vu_start,
+    })
+}
+
+fn describe(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Failed(m) => m,
+        Outcome::Interrupted => "interrupted".to_owned(),
+        Outcome::Completed => "completed".to_owned(),
+    }
+}
+
+/// Thresholds with `abortOnFail`: evaluated every second once their
+/// `delayAbortEval` has passed; the first that fails stops the run.
+async fn watch_thresholds(
+    thresholds: Vec<Threshold>,
+    recorder: Arc<Recorder>,
+    ctl: Arc<RunControl>,
+    started: Instant,
+) {
+    let watched: Vec<Threshold> = thresholds.into_iter().filter(|t| t.abort_on_fail).collect();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let elapsed = started.elapsed();
+        let due: Vec<Threshold> = watched
+            .iter()
+            .filter(|t| elapsed >= t.delay_abort_eval)
+            .cloned()
+            .collect();
+        if due.is_empty() {
+            continue;
+        }
+        let snapshot = recorder.snapshot();
+        let crossed = threshold::evaluate_all(&due, &snapshot, recorder.registry(), elapsed)
+            .into_iter()
+            .find(|o| !o.verdict.ok && o.verdict.observed.is_some());
+        if let Some(o) = crossed {
+            eprintln!(
+                "\nthreshold {} '{}' crossed with abortOnFail: stopping the run",
+                o.threshold.key, o.threshold.source
+            );
+            ctl.stop_now();
+            return;
+        }
+    }
+}
+
+/// `WLOAD_VUS_TRACE=FILE`: write `milliseconds active_vus` every 100 ms,
+/// for checking how closely an executor follows its plan (see
+/// `bench/executors.sh`). Runs until aborted.
+async fn trace_vus(ctl: Arc<RunControl>, path: std::path::PathBuf) {
+    let Ok(file) = std::fs::File::create(&path) else {
+        eprintln!("WARN cannot write the VU trace to {}", path.display());
+        return;
+    };
+    let mut out = std::io::LineWriter::new(file);
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tick.tick().await;
+        let active = ctl.progress.active_vus.load(Ordering::Relaxed);
+        if writeln!(out, "{} {active}", started.elapsed().as_millis()).is_err() {
+            return;
+        }
+    }
+}
+
+/// First Ctrl-C: stop starting iterations, let running ones finish.
+/// Second: stop now.
+async fn watch_ctrl_c(ctl: Arc<RunControl>) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    ctl.aborted.store(true, Ordering::Relaxed);
+    ctl.stop_gracefully();
+    eprintln!("\nstopping: waiting for running iterations to finish (Ctrl-C again to stop now)");
+    if tokio::signal::ctrl_c().await.is_ok() {
+        ctl.stop_now();
+    }
+}

@@ -1,0 +1,510 @@
+//! One timed request/response exchange: getting a connection (reused, or
+//! resolved, dialled and handshaken), writing the request, and reading the
+//! response into a pooled buffer, all under the request's timeout.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::Bytes;
+use http::Response;
+use http::header::{COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
+use http::{Method, Version};
+use http_body_util::{BodyExt, Full};
+use tokio::net::TcpStream;
+
+use super::client::{Client, RequestSpec};
+use super::conn::{Conn, Handshake, Proto, Sender};
+use super::decode;
+use super::dns::Resolver;
+use super::error::{ErrorCode, HttpError};
+use super::h1;
+use super::pool::PooledBuf;
+use super::socket::{IoMarks, now_ns};
+use super::target::Target;
+use super::tls::server_name;
+use super::vu::VuConnections;
+use super::{BodyMode, Headers, HttpResponse, Timings};
+
+impl Client {
+    /// The timed exchange into `resp`, under the request's timeout. Puts
+    /// the connection back into `conns` when it can be reused.
+    pub(super) async fn perform(
+        &self,
+        conns: &VuConnections,
+        target: &Target,
+        spec: &RequestSpec,
+        cookie: Option<String>,
+        gate: Option<Arc<tokio::sync::Mutex<()>>>,
+        resp: &mut HttpResponse,
+    ) {
+        let timeout = spec.timeout.unwrap_or(self.config.timeout);
+        let mode = spec.body_mode.unwrap_or(if self.config.discard_bodies {
+            BodyMode::Discard
+        } else {
+            BodyMode::Keep
+        });
+        // The caller, who owns the request, fills in its method and URL.
+        let method = match check_request(spec) {
+            Ok(m) => m,
+            Err(e) => {
+                resp.error = Some(e);
+                return;
+            }
+        };
+        let request = Request {
+            spec,
+            method: &method,
+            cookie: cookie.as_deref(),
+        };
+        let started = now_ns();
+        let mut conn_out = None;
+        let outcome = tokio::time::timeout(
+            timeout,
+            self.exchange(
+                conns,
+                target,
+                gate,
+                &request,
+                mode,
+                started,
+                resp,
+                &mut conn_out,
+            ),
+        )
+        .await;
+        if outcome.is_err() {
+            let t = &mut resp.timings;
+            t.duration = now_ns()
+                .saturating_sub(started)
+                .saturating_sub(t.blocked + t.connecting + t.tls_handshaking);
+            resp.status = 0;
+            resp.headers.clear();
+            resp.body = None;
+            resp.error = Some(HttpError::new(
+                ErrorCode::RequestTimeout,
+                format!(
+                    "request timeout: no complete response within {:.3}s",
+                    timeout.as_secs_f64()
+                ),
+            ));
+            // A connection with a request half done cannot be reused.
+            conn_out = None;
+        }
+        if let Some(conn) = conn_out
+            && !self.config.no_connection_reuse
+        {
+            conns.put(&target.key, conn);
+        }
+    }
+
+    /// The request as hyper takes it, for HTTP/2 (HTTP/1.1 encodes the
+    /// spec itself: [`h1::Outgoing`]).
+    fn build(&self, target: &Target, req: &Request<'_>) -> http::Request<Full<Bytes>> {
+        let spec = req.spec;
+        let mut out = http::Request::new(Full::new(spec.body.clone().unwrap_or_default()));
+        *out.method_mut() = req.method.clone();
+        *out.uri_mut() = target.full.clone();
+        let headers = out.headers_mut();
+        // Checked by `check_request`: none of these conversions fails.
+        for (name, value) in &spec.headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.append(name, value);
+            }
+        }
+        // HTTP/2 carries the host as `:authority`.
+        headers.remove(HOST);
+        if !headers.contains_key(USER_AGENT) {
+            headers.insert(USER_AGENT, self.user_agent.clone());
+        }
+        if let Some(jar) = req.cookie {
+            // The jar's cookies go after any the test set by hand.
+            let value = match headers.get(COOKIE).and_then(|v| v.to_str().ok()) {
+                Some(own) => format!("{own}; {jar}"),
+                None => jar.to_owned(),
+            };
+            if let Ok(v) = HeaderValue::from_str(&value) {
+                headers.insert(COOKIE, v);
+            }
+        }
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn exchange(
+        &self,
+        conns: &VuConnections,
+        target: &Target,
+        gate: Option<Arc<tokio::sync::Mutex<()>>>,
+        request: &Request<'_>,
+        mode: BodyMode,
+        t0: u64,
+        resp: &mut HttpResponse,
+        conn_out: &mut Option<Conn>,
+    ) {
+        let outgoing = h1::Outgoing {
+            method: request.method,
+            target: target.path.path_and_query().map_or("/", |p| p.as_str()),
+            headers: &request.spec.headers,
+            host: &target.host_header,
+            user_agent: self.user_agent.as_bytes(),
+            cookie: request.cookie,
+            body: request.spec.body.as_deref().unwrap_or_default(),
+        };
+        let mut idle = conns.take(&target.key);
+        // In a batch, wait while another task connects to this origin: if
+        // it gets HTTP/2, its connection carries this request as well.
+        let mut gate_held = match (&idle, gate) {
+            (None, Some(gate)) => {
+                let held = gate.lock_owned().await;
+                idle = conns.take(&target.key);
+                Some(held)
+            }
+            _ => None,
+        };
+        // A kept-alive connection may have been closed by the server while
+        // idle; then the request comes back unsent and goes out once more
+        // on a fresh connection.
+        for attempt in 0..2 {
+            let ready = match idle.take() {
+                Some(mut c) => ready(&mut c).await.then_some(c),
+                None => None,
+            };
+            // A reused connection sends at once: one clock read for both.
+            let mut reused_at = None;
+            let mut conn = match ready {
+                Some(c) => {
+                    let now = now_ns();
+                    resp.timings.blocked = now - t0;
+                    reused_at = Some(now);
+                    c
+                }
+                // Boxed, as HTTP/2 is: only new connections need it.
+                None => match Box::pin(self.connect(target, t0, &mut resp.timings)).await {
+                    Ok(c) => {
+                        if let Some(shared) = c.share()
+                            && !self.config.no_connection_reuse
+                        {
+                            // Others of the batch can use it right away.
+                            conns.put(&target.key, shared);
+                        }
+                        c
+                    }
+                    Err(e) => {
+                        resp.error = Some(e);
+                        return;
+                    }
+                },
+            };
+            drop(gate_held.take());
+            resp.tls_version = conn.tls_version;
+            resp.proto = Some(conn.proto().tag());
+            conn.begin_request();
+            let send_start = reused_at.unwrap_or_else(now_ns);
+            let h2 = match &mut conn.sender {
+                Sender::H1(c) => {
+                    let keep_into = (mode == BodyMode::Keep).then_some(&self.pool);
+                    match c.exchange(&outgoing, keep_into).await {
+                        Ok(got) => {
+                            conn.reused = true;
+                            let end = now_ns();
+                            h1_phases(&conn.marks, send_start, end, &mut resp.timings);
+                            (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+                            resp.status = got.status;
+                            if got.http10 {
+                                resp.proto = Some("HTTP/1.0");
+                            }
+                            resp.headers = got.headers;
+                            self.settle_body(resp, got.body, got.body_len, mode);
+                            if resp.error.is_none() {
+                                *conn_out = Some(conn);
+                            }
+                            return;
+                        }
+                        // The server closed a kept-alive connection as
+                        // the request went out.
+                        Err(f)
+                            if attempt == 0 && conn.reused && h1::may_retry(request.method, &f) =>
+                        {
+                            continue;
+                        }
+                        Err(f) => {
+                            self.fail_send(&conn, send_start, f.error, resp);
+                            return;
+                        }
+                    }
+                }
+                // Boxed: hyper's request and response futures would
+                // otherwise size every request's future, HTTP/1.1 ones
+                // included, past what the allocator serves from its
+                // per-thread cache.
+                Sender::H2(_) => {
+                    Box::pin(self.exchange_h2(&mut conn, target, request, send_start, mode, resp))
+                        .await
+                }
+            };
+            if h2 && resp.error.is_none() {
+                *conn_out = Some(conn);
+            }
+            return;
+        }
+    }
+
+    /// An HTTP/2 request on `conn` (not retried: the request is hyper's
+    /// from the start). Whether the response came.
+    async fn exchange_h2(
+        &self,
+        conn: &mut Conn,
+        target: &Target,
+        request: &Request<'_>,
+        send_start: u64,
+        mode: BodyMode,
+        resp: &mut HttpResponse,
+    ) -> bool {
+        let Sender::H2(s) = &mut conn.sender else {
+            return false;
+        };
+        match s.send_request(self.build(target, request)).await {
+            Ok(response) => {
+                conn.reused = true;
+                self.receive_h2(conn, send_start, response, mode, resp)
+                    .await;
+                true
+            }
+            Err(e) => {
+                self.fail_send(conn, send_start, HttpError::from_hyper(&e), resp);
+                false
+            }
+        }
+    }
+
+    /// A request that failed before its response was whole.
+    fn fail_send(&self, conn: &Conn, send_start: u64, error: HttpError, resp: &mut HttpResponse) {
+        resp.error = Some(error);
+        (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+        resp.timings.duration = now_ns() - send_start;
+        resp.timings.sending = resp.timings.duration;
+    }
+
+    /// Resolve, dial and handshake. The work runs as its own task: a TLS
+    /// handshake is too deep a future to poll on a VU's small fiber stack.
+    async fn connect(
+        &self,
+        target: &Target,
+        t0: u64,
+        timings: &mut Timings,
+    ) -> Result<Conn, HttpError> {
+        let how = Handshake {
+            tls: if target.tls {
+                let name = server_name(&target.host).ok_or_else(|| {
+                    HttpError::new(
+                        ErrorCode::InvalidUrl,
+                        format!("{:?} is not a valid TLS server name", target.host),
+                    )
+                })?;
+                Some((self.tls.clone(), name))
+            } else {
+                None
+            },
+            h2c: !target.tls && self.config.h2c,
+        };
+        let (resolver, host, port, authority) = (
+            self.resolver.clone(),
+            target.host.clone(),
+            target.port,
+            target.host_header.clone(),
+        );
+        // The dial future (a TLS handshake inside) is built in the task,
+        // on a worker's stack: spawning it whole would copy it through
+        // several frames of the caller's, the VU's fiber when polled
+        // inline, whose touched pages stay resident.
+        let task =
+            tokio::spawn(async move { Box::pin(dial(resolver, host, port, authority, how)).await });
+        let dialled = task
+            .await
+            .map_err(|e| HttpError::new(ErrorCode::Generic, format!("connect task failed: {e}")))?;
+        let d = dialled?;
+        timings.blocked = d.resolved - t0;
+        timings.connecting = d.connected - d.resolved;
+        timings.tls_handshaking = d.tls_ns;
+        Ok(d.conn)
+    }
+
+    async fn receive_h2(
+        &self,
+        conn: &Conn,
+        send_start: u64,
+        response: Response<hyper::body::Incoming>,
+        mode: BodyMode,
+        resp: &mut HttpResponse,
+    ) {
+        let headers_at = now_ns();
+        let (parts, mut body) = response.into_parts();
+        resp.status = parts.status.as_u16();
+        if parts.version == Version::HTTP_2 {
+            resp.proto = Some(Proto::Http2.tag());
+        }
+        let expected = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        resp.headers = Headers::from_map(parts.headers);
+        let mut buf = match mode {
+            BodyMode::Keep => Some(self.pool.take(expected)),
+            BodyMode::Discard => None,
+        };
+        let mut len = 0u64;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => {
+                    if let Some(data) = frame.data_ref() {
+                        len += data.len() as u64;
+                        if let Some(b) = buf.as_mut() {
+                            b.extend(data);
+                        }
+                    }
+                }
+                Err(e) => {
+                    resp.error = Some(HttpError::from_hyper(&e));
+                    break;
+                }
+            }
+        }
+        let end = now_ns();
+        // Streams share the socket, so its marks belong to no one
+        // request: waiting runs to the response headers.
+        let t = &mut resp.timings;
+        t.sending = 0;
+        t.waiting = headers_at - send_start;
+        t.receiving = end - headers_at;
+        t.duration = end - send_start;
+        (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+        if resp.error.is_some() {
+            resp.status = 0;
+            resp.body = None;
+            resp.body_len = len;
+            return;
+        }
+        self.settle_body(resp, buf, len, mode);
+    }
+
+    /// Hand the received body to the response, decoded when it is kept
+    /// and content-encoded.
+    fn settle_body(
+        &self,
+        resp: &mut HttpResponse,
+        buf: Option<PooledBuf>,
+        len: u64,
+        mode: BodyMode,
+    ) {
+        resp.body_len = len;
+        let encoded = mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
+        let mut buf = buf;
+        if let (true, Some(raw)) = (encoded, buf.as_ref()) {
+            match decode::decode(&resp.headers, raw.as_slice()) {
+                Ok(plain) => {
+                    let mut out = self.pool.take(Some(plain.len()));
+                    out.extend(&plain);
+                    resp.body_len = plain.len() as u64;
+                    buf = Some(out);
+                }
+                Err(message) => {
+                    resp.error = Some(HttpError::new(ErrorCode::Decompression, message));
+                }
+            }
+        }
+        resp.body = buf;
+    }
+}
+
+/// One request of an exchange: the test's, checked, with the cookies of
+/// the VU's jar for its URL.
+struct Request<'a> {
+    spec: &'a RequestSpec,
+    method: &'a Method,
+    cookie: Option<&'a str>,
+}
+
+/// The request's method, once its method and header fields are known to
+/// be sendable (errors a test can fix, before any connection is made).
+fn check_request(spec: &RequestSpec) -> Result<Method, HttpError> {
+    let method = Method::from_bytes(spec.method.as_bytes()).map_err(|_| {
+        HttpError::new(
+            ErrorCode::Generic,
+            format!("invalid HTTP method {:?}", spec.method),
+        )
+    })?;
+    for (name, value) in &spec.headers {
+        h1::check_header(name, value).map_err(|e| HttpError::new(ErrorCode::Generic, e))?;
+    }
+    Ok(method)
+}
+
+/// The phases of an HTTP/1.1 exchange from its socket's marks.
+fn h1_phases(marks: &IoMarks, send_start: u64, end: u64, t: &mut Timings) {
+    let last_write = marks.last_write.load(Relaxed).max(send_start);
+    let first_read = marks.first_read.load(Relaxed).max(send_start);
+    // The server may answer before the request is fully written; the
+    // phases are cut so that they always add up to `duration`.
+    let sent = last_write.min(first_read).min(end);
+    t.sending = sent - send_start;
+    t.waiting = first_read.min(end) - sent;
+    t.receiving = end - first_read.min(end);
+    t.duration = end - send_start;
+}
+
+/// Waits until an idle connection can take a request; false when it
+/// closed meanwhile.
+async fn ready(conn: &mut Conn) -> bool {
+    match &mut conn.sender {
+        // Checked when taken from the idle pool.
+        Sender::H1(c) => c.is_reusable(),
+        Sender::H2(s) => s.ready().await.is_ok(),
+    }
+}
+
+/// A new connection and when its phases ended.
+struct Dialled {
+    conn: Conn,
+    resolved: u64,
+    connected: u64,
+    tls_ns: u64,
+}
+
+async fn dial(
+    resolver: Arc<Resolver>,
+    host: String,
+    port: u16,
+    authority: String,
+    how: Handshake,
+) -> Result<Dialled, HttpError> {
+    let addrs = resolver.resolve(&host, port).await?;
+    let resolved = now_ns();
+    let mut last_err = None;
+    let mut stream = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(e) => last_err = Some(HttpError::from_connect(&e, &authority)),
+        }
+    }
+    let Some(stream) = stream else {
+        return Err(last_err.unwrap_or_else(|| {
+            HttpError::new(ErrorCode::Dial, format!("dial tcp {authority}: no address"))
+        }));
+    };
+    let connected = now_ns();
+    let (conn, tls_ns) = Conn::open(stream, how, &host).await?;
+    Ok(Dialled {
+        conn,
+        resolved,
+        connected,
+        tls_ns,
+    })
+}

@@ -1,0 +1,1126 @@
+//! HTTP/1.1 on one connection, polled by the task that sends the request.
+//!
+//! hyper's client connection runs as a driver task behind a channel: each
+//! request hops from the VU's task to the driver and back, and every
+//! kept-alive connection holds hyper's read and write buffers and the
+//! channel for its whole life (~33 KiB per idle VU, docs/BENCHMARKS.md).
+//! Here the VU's own task writes the request and reads the response, and
+//! an idle connection is only its socket: the buffers come from a
+//! per-thread pool for one exchange, the read buffer only once the response
+//! has begun to arrive. HTTP/2 stays on hyper.
+//!
+//! Framing follows RFC 9112: one request in flight (no pipelining), 1xx
+//! responses skipped, bodies delimited by `content-length`, the chunked
+//! transfer coding or the end of the connection, keep-alive decided by the
+//! version and the `connection` header.
+
+use std::cell::RefCell;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Waker};
+
+use bytes::{BufMut, Bytes};
+use http::{Method, StatusCode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+
+use super::error::{ErrorCode, HttpError};
+use super::headers::{Headers, MAX_FIELDS, parse_response};
+use super::pool::{BodyPool, PooledBuf};
+use super::socket::Stream;
+
+/// Largest response head (status line and headers) accepted.
+const MAX_HEAD: usize = 256 << 10;
+/// Longest chunk-size line (with extensions) of a chunked body.
+const MAX_CHUNK_LINE: usize = 4 << 10;
+/// Size of a fresh scratch buffer and of each read into one.
+const READ_CHUNK: usize = 16 << 10;
+/// Request bodies up to this size go out in the same write as the head.
+const INLINE_BODY: usize = 16 << 10;
+/// Scratch buffers that grew beyond this are freed instead of pooled.
+const POOLED_MAX: usize = 64 << 10;
+/// Idle scratch buffers kept per thread.
+const POOLED_PER_THREAD: usize = 64;
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer borrowed from this thread's pool for the length of one
+/// exchange. A task may move between threads; the buffer then simply
+/// returns to another thread's pool.
+struct Scratch(Vec<u8>);
+
+impl Scratch {
+    fn take() -> Scratch {
+        let pooled = SCRATCH.try_with(|p| p.borrow_mut().pop()).ok().flatten();
+        Scratch(pooled.unwrap_or_else(|| Vec::with_capacity(READ_CHUNK)))
+    }
+
+    /// Read once from `stream` into the free space, making room first.
+    /// End of stream is an error: every caller expects more bytes.
+    async fn fill(&mut self, stream: &mut Stream) -> Result<(), Failure> {
+        if self.0.capacity() - self.0.len() < READ_CHUNK / 4 {
+            self.0.reserve(READ_CHUNK);
+        }
+        match stream.read_buf(&mut self.0).await {
+            Ok(0) => Err(Failure::incomplete()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(Failure::io(&e)),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.0);
+        if buf.capacity() == 0 || buf.capacity() > POOLED_MAX {
+            return;
+        }
+        buf.clear();
+        let _ = SCRATCH.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < POOLED_PER_THREAD {
+                p.push(buf);
+            }
+        });
+    }
+}
+
+/// Why an exchange failed, and what the server can have seen of it.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: HttpError,
+    /// No byte of the request reached the socket.
+    pub nothing_sent: bool,
+    /// No byte of a response arrived.
+    pub nothing_received: bool,
+}
+
+impl Failure {
+    fn io(err: &io::Error) -> Failure {
+        Failure {
+            error: HttpError::new(ErrorCode::of_io(err), err.to_string()),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+
+    fn incomplete() -> Failure {
+        Failure {
+            error: HttpError::new(
+                ErrorCode::ConnectionReset,
+                "connection closed before the response was complete",
+            ),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+
+    fn malformed(what: impl std::fmt::Display) -> Failure {
+        Failure {
+            error: HttpError::new(ErrorCode::Generic, format!("malformed response: {what}")),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+}
+
+/// A response as read off the connection.
+pub struct Received {
+    pub status: u16,
+    /// HTTP/1.0 rather than HTTP/1.1.
+    pub http10: bool,
+    pub headers: Headers,
+    /// The body as sent (still content-encoded), unless discarded.
+    pub body: Option<PooledBuf>,
+    /// Body bytes read, in both modes.
+    pub body_len: u64,
+}
+
+/// How the response body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Empty,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// The client side of one HTTP/1.1 connection.
+pub struct H1Conn {
+    stream: Stream,
+    /// Whether the last exchange left the connection fit for another.
+    reusable: bool,
+}
+
+impl H1Conn {
+    pub fn new(stream: Stream) -> H1Conn {
+        H1Conn {
+            stream,
+            reusable: true,
+        }
+    }
+
+    pub fn is_reusable(&self) -> bool {
+        self.reusable
+    }
+
+    /// Whether an idle connection can carry a request: the server has
+    /// neither closed it nor sent anything unasked. Never waits.
+    pub fn check_idle(&mut self) -> bool {
+        if !self.reusable {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        let mut buf = ReadBuf::new(&mut probe);
+        let mut cx = Context::from_waker(Waker::noop());
+        if Pin::new(&mut self.stream)
+            .poll_read(&mut cx, &mut buf)
+            .is_pending()
+        {
+            return true;
+        }
+        // End of stream, an error, or stray bytes: not usable.
+        self.reusable = false;
+        false
+    }
+
+    /// Send `req` and read its whole response; the body goes into a buffer
+    /// from `keep_into`, or is counted and dropped when that is `None`.
+    pub async fn exchange(
+        &mut self,
+        req: &Outgoing<'_>,
+        keep_into: Option<&Arc<BodyPool>>,
+    ) -> Result<Received, Failure> {
+        // Until the response is whole, the connection is in an unknown
+        // state (a timeout drops this future midway).
+        self.reusable = false;
+        self.send(req).await?;
+        let (received, reusable) = self.receive(req.method, keep_into).await?;
+        self.reusable = reusable && !req.has_token("connection", "close");
+        Ok(received)
+    }
+
+    async fn send(&mut self, req: &Outgoing<'_>) -> Result<(), Failure> {
+        let mut head = Scratch::take();
+        let chunked = encode_head(&mut head.0, req);
+        let body = req.body;
+        let mut sent = 0usize;
+        let result = async {
+            if chunked {
+                if !body.is_empty() {
+                    head.0
+                        .extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+                    write(&mut self.stream, &head.0, &mut sent).await?;
+                    write(&mut self.stream, body, &mut sent).await?;
+                    write(&mut self.stream, b"\r\n0\r\n\r\n", &mut sent).await?;
+                } else {
+                    head.0.extend_from_slice(b"0\r\n\r\n");
+                    write(&mut self.stream, &head.0, &mut sent).await?;
+                }
+            } else if body.len() <= INLINE_BODY {
+                head.0.extend_from_slice(body);
+                write(&mut self.stream, &head.0, &mut sent).await?;
+            } else {
+                write(&mut self.stream, &head.0, &mut sent).await?;
+                write(&mut self.stream, body, &mut sent).await?;
+            }
+            self.stream.flush().await
+        }
+        .await;
+        result.map_err(|e| Failure {
+            nothing_sent: sent == 0,
+            nothing_received: true,
+            ..Failure::io(&e)
+        })
+    }
+
+    /// Read the response to a request of `method`. Also returns whether
+    /// the connection may carry another request.
+    async fn receive(
+        &mut self,
+        method: &Method,
+        keep_into: Option<&Arc<BodyPool>>,
+    ) -> Result<(Received, bool), Failure> {
+        // The server works on the request while no buffer is held.
+        self.stream.readable().await;
+        let mut rb = Scratch::take();
+        let head = loop {
+            if !rb.0.is_empty() {
+                match parse_head(&rb.0)? {
+                    Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
+                        // 1xx: an interim response; the final one follows.
+                        rb.0.drain(..head.len);
+                        continue;
+                    }
+                    Some(head) => break head,
+                    None if rb.0.len() >= MAX_HEAD => {
+                        return Err(Failure::malformed(format!(
+                            "response head larger than {} KiB",
+                            MAX_HEAD >> 10
+                        )));
+                    }
+                    None => {}
+                }
+            }
+            let before = rb.0.len();
+            if let Err(mut f) = rb.fill(&mut self.stream).await {
+                f.nothing_received = before == 0;
+                return Err(f);
+            }
+        };
+        let framing = framing(method, head.status, &head.fields)?;
+        let mut reusable = framing != Framing::UntilClose
+            && head.status != 101
+            && if head.http10 {
+                head.fields.keep_alive
+            } else {
+                !head.fields.close
+            };
+        let mut body = keep_into.map(|pool| {
+            pool.take(match framing {
+                Framing::Length(n) => usize::try_from(n).ok(),
+                _ => None,
+            })
+        });
+        let mut len = 0u64;
+        let mut pos = head.len;
+        match framing {
+            Framing::Empty => {}
+            Framing::Length(n) => {
+                let first = (rb.0.len() - pos).min(usize::try_from(n).unwrap_or(usize::MAX));
+                keep(&mut body, &rb.0[pos..pos + first]);
+                pos += first;
+                len = first as u64;
+                if pos == rb.0.len() && len < n {
+                    // The rest straight from the socket into the body.
+                    let remaining = n - len;
+                    len += self.read_exact_into(&mut body, &mut rb, remaining).await?;
+                    pos = rb.0.len();
+                }
+            }
+            Framing::Chunked => {
+                pos = self.read_chunked(&mut body, &mut rb, pos, &mut len).await?;
+            }
+            Framing::UntilClose => {
+                len = self.read_to_end(&mut body, &mut rb, pos).await?;
+                pos = rb.0.len();
+            }
+        }
+        // Bytes after the response were never asked for.
+        reusable &= pos == rb.0.len();
+        Ok((
+            Received {
+                status: head.status,
+                http10: head.http10,
+                headers: head.headers,
+                body,
+                body_len: len,
+            },
+            reusable,
+        ))
+    }
+
+    /// Read exactly `n` more body bytes: into the body's own buffer when
+    /// kept (no copy), through `rb` when discarded. Leaves `rb` empty.
+    async fn read_exact_into(
+        &mut self,
+        body: &mut Option<PooledBuf>,
+        rb: &mut Scratch,
+        n: u64,
+    ) -> Result<u64, Failure> {
+        let mut remaining = n;
+        while remaining > 0 {
+            let limit = usize::try_from(remaining).unwrap_or(usize::MAX);
+            let got = match body {
+                Some(b) => {
+                    let buf = b.vec_mut();
+                    if buf.capacity() == buf.len() {
+                        buf.reserve(limit.min(READ_CHUNK * 4));
+                    }
+                    self.stream.read_buf(&mut buf.limit(limit)).await
+                }
+                None => {
+                    rb.0.clear();
+                    let room = rb.0.capacity().max(READ_CHUNK);
+                    self.stream
+                        .read_buf(&mut (&mut rb.0).limit(limit.min(room)))
+                        .await
+                }
+            };
+            match got {
+                Ok(0) => return Err(Failure::incomplete()),
+                Ok(k) => remaining -= k as u64,
+                Err(e) => return Err(Failure::io(&e)),
+            }
+        }
+        rb.0.clear();
+        Ok(n)
+    }
+
+    /// Read a chunked body whose first bytes are `rb[pos..]`. Returns the
+    /// position in `rb` after the last chunk and its trailers.
+    async fn read_chunked(
+        &mut self,
+        body: &mut Option<PooledBuf>,
+        rb: &mut Scratch,
+        mut pos: usize,
+        len: &mut u64,
+    ) -> Result<usize, Failure> {
+        loop {
+            let line = self.line(rb, &mut pos).await?;
+            let size = chunk_size(&rb.0[line.clone()])?;
+            if size == 0 {
+                // Trailer fields, up to an empty line; they are dropped.
+                loop {
+                    let line = self.line(rb, &mut pos).await?;
+                    if line.is_empty() {
+                        return Ok(pos);
+                    }
+                }
+            }
+            let mut remaining = size;
+            while remaining > 0 {
+                if pos == rb.0.len() {
+                    rb.0.clear();
+                    pos = 0;
+                    rb.fill(&mut self.stream).await?;
+                }
+                let take = (rb.0.len() - pos).min(usize::try_from(remaining).unwrap_or(usize::MAX));
+                keep(body, &rb.0[pos..pos + take]);
+                pos += take;
+                remaining -= take as u64;
+                *len += take as u64;
+            }
+            let end = self.line(rb, &mut pos).await?;
+            if !end.is_empty() {
+                return Err(Failure::malformed("chunk data longer than its size"));
+            }
+        }
+    }
+
+    /// The next CRLF-terminated line at `rb[*pos..]`, reading as needed.
+    /// Returns its range in `rb` without the CRLF and moves `pos` past it;
+    /// may move the unread bytes to the front of `rb`.
+    async fn line(
+        &mut self,
+        rb: &mut Scratch,
+        pos: &mut usize,
+    ) -> Result<std::ops::Range<usize>, Failure> {
+        loop {
+            if let Some(i) = rb.0[*pos..].windows(2).position(|w| w == b"\r\n") {
+                let line = *pos..*pos + i;
+                *pos += i + 2;
+                return Ok(line);
+            }
+            if rb.0.len() - *pos > MAX_CHUNK_LINE {
+                return Err(Failure::malformed("chunk line too long"));
+            }
+            rb.0.drain(..*pos);
+            *pos = 0;
+            rb.fill(&mut self.stream).await?;
+        }
+    }
+
+    /// A body delimited by the end of the connection, whose first bytes
+    /// are `rb[pos..]`.
+    async fn read_to_end(
+        &mut self,
+        body: &mut Option<PooledBuf>,
+        rb: &mut Scratch,
+        pos: usize,
+    ) -> Result<u64, Failure> {
+        let mut len = (rb.0.len() - pos) as u64;
+        keep(body, &rb.0[pos..]);
+        loop {
+            rb.0.clear();
+            let got = match body {
+                Some(b) => {
+                    let buf = b.vec_mut();
+                    if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+                        buf.reserve(READ_CHUNK);
+                    }
+                    self.stream.read_buf(buf).await
+                }
+                None => self.stream.read_buf(&mut rb.0).await,
+            };
+            match got {
+                Ok(0) => return Ok(len),
+                Ok(k) => len += k as u64,
+                Err(e) => return Err(Failure::io(&e)),
+            }
+        }
+    }
+}
+
+async fn write(stream: &mut Stream, bytes: &[u8], sent: &mut usize) -> io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        let n = stream.write(&bytes[at..]).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        at += n;
+        *sent += n;
+    }
+    Ok(())
+}
+
+fn keep(body: &mut Option<PooledBuf>, bytes: &[u8]) {
+    if let Some(b) = body {
+        b.extend(bytes);
+    }
+}
+
+/// A request as HTTP/1.1 writes it: the parts of its head, borrowed from
+/// the test's request and its target, and its body. Written straight into
+/// a pooled buffer, with no header map in between (the request path is
+/// per request; see docs/architecture.md).
+pub struct Outgoing<'a> {
+    pub method: &'a Method,
+    /// Origin form: `/path?query`.
+    pub target: &'a str,
+    /// The test's header fields, in its order; checked with
+    /// [`check_header`] beforehand. Names go out in lower case.
+    pub headers: &'a [(String, String)],
+    /// `host`, added when the test set none.
+    pub host: &'a str,
+    /// `user-agent`, added when the test set none.
+    pub user_agent: &'a [u8],
+    /// The jar's cookies, after those of a `cookie` header of the test.
+    pub cookie: Option<&'a str>,
+    pub body: &'a [u8],
+}
+
+impl Outgoing<'_> {
+    fn header(&self, name: &str) -> impl Iterator<Item = &str> {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the test's comma-separated header `name` has `token`.
+    fn has_token(&self, name: &str, token: &str) -> bool {
+        self.header(name)
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    }
+}
+
+/// Why a header field of the test cannot go out, if it cannot: the rules
+/// of `http`'s `HeaderName` (a token) and `HeaderValue` (no control
+/// characters but tab), which HTTP/2 requests go through.
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(token) {
+        return Err(format!("invalid header name {name:?}"));
+    }
+    if value.bytes().any(|b| (b < b' ' && b != b'\t') || b == 0x7f) {
+        return Err(format!(
+            "invalid value for header {}",
+            name.to_ascii_lowercase()
+        ));
+    }
+    Ok(())
+}
+
+/// Write the request line and header section of `req` to `out`. Returns
+/// whether the body goes out chunked (the test set
+/// `transfer-encoding: chunked` itself); otherwise a `content-length` is
+/// added where the test set none and the method carries a body.
+fn encode_head(out: &mut Vec<u8>, req: &Outgoing<'_>) -> bool {
+    fn field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+        let at = out.len();
+        out.extend_from_slice(name.as_bytes());
+        out[at..].make_ascii_lowercase();
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(req.method.as_str().as_bytes());
+    out.push(b' ');
+    let target = if req.target.is_empty() {
+        "/"
+    } else {
+        req.target
+    };
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    let (mut host, mut user_agent, mut cookie) = (false, false, req.cookie);
+    let mut content_length = false;
+    for (name, value) in req.headers {
+        if name.eq_ignore_ascii_case("host") {
+            host = true;
+        } else if name.eq_ignore_ascii_case("user-agent") {
+            user_agent = true;
+        } else if name.eq_ignore_ascii_case("content-length") {
+            content_length = true;
+        } else if name.eq_ignore_ascii_case("cookie") && req.cookie.is_some() {
+            // One `cookie` field: the test's first, then the jar's.
+            if let Some(jar) = cookie.take() {
+                field(out, name, format!("{value}; {jar}").as_bytes());
+            }
+            continue;
+        }
+        field(out, name, value.as_bytes());
+    }
+    if !host {
+        field(out, "host", req.host.as_bytes());
+    }
+    if !user_agent {
+        field(out, "user-agent", req.user_agent);
+    }
+    if let Some(jar) = cookie {
+        field(out, "cookie", jar.as_bytes());
+    }
+    let chunked = req.has_token("transfer-encoding", "chunked");
+    let carries_body =
+        !req.body.is_empty() || matches!(*req.method, Method::POST | Method::PUT | Method::PATCH);
+    if !chunked && carries_body && !content_length {
+        field(out, "content-length", req.body.len().to_string().as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    chunked
+}
+
+/// A parsed response head.
+struct Head {
+    status: u16,
+    http10: bool,
+    headers: Headers,
+    /// What framing and keep-alive depend on.
+    fields: Fields,
+    /// Its length in bytes, blank line included.
+    len: usize,
+}
+
+/// What the framing and keep-alive rules read from a response's header
+/// fields, gathered in the head's one parse.
+#[derive(Debug)]
+struct Fields {
+    /// Whether there is a `transfer-encoding`, and whether its last
+    /// coding is chunked.
+    transfer_encoding: bool,
+    chunked_last: bool,
+    /// The `content-length`, or why it cannot be used.
+    length: Result<Option<u64>, &'static str>,
+    /// `connection` tokens.
+    close: bool,
+    keep_alive: bool,
+    /// The [`Headers::note`] bits of the names seen.
+    noted: u8,
+}
+
+impl Fields {
+    fn new() -> Fields {
+        Fields {
+            transfer_encoding: false,
+            chunked_last: false,
+            length: Ok(None),
+            close: false,
+            keep_alive: false,
+            noted: 0,
+        }
+    }
+
+    fn add(&mut self, name: &str, value: &[u8]) {
+        let tokens = || {
+            std::str::from_utf8(value)
+                .into_iter()
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+        };
+        if name.eq_ignore_ascii_case("transfer-encoding") {
+            self.transfer_encoding = true;
+            // Chunked must be the last coding; otherwise the body runs
+            // to the end of the connection.
+            if let Some(last) = tokens().rfind(|c| !c.is_empty()) {
+                self.chunked_last = last.eq_ignore_ascii_case("chunked");
+            }
+        } else if name.eq_ignore_ascii_case("content-length") {
+            for part in value.split(|&b| b == b',') {
+                let n = std::str::from_utf8(part)
+                    .ok()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|s| s.parse::<u64>().ok());
+                self.length = match (self.length, n) {
+                    (Err(e), _) => Err(e),
+                    (_, None) => Err("invalid content-length"),
+                    (Ok(Some(l)), Some(n)) if l != n => Err("conflicting content-length values"),
+                    (Ok(_), Some(n)) => Ok(Some(n)),
+                };
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for t in tokens() {
+                self.close |= t.eq_ignore_ascii_case("close");
+                self.keep_alive |= t.eq_ignore_ascii_case("keep-alive");
+            }
+        } else {
+            self.noted |= Headers::note(name);
+        }
+    }
+}
+
+/// The response head at the start of `buf`, or `None` when it is not
+/// complete yet.
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, Failure> {
+    parse_response(buf, |parsed, status| match status {
+        httparse::Status::Complete(len) => head_of(buf, parsed, len).map(Some),
+        httparse::Status::Partial => Ok(None),
+    })
+    .map_err(|e| match e {
+        httparse::Error::TooManyHeaders => {
+            Failure::malformed(format!("more than {MAX_FIELDS} header fields"))
+        }
+        e => Failure::malformed(e),
+    })?
+}
+
+/// The [`Head`] of a complete parse of `buf`'s first `len` bytes.
+fn head_of(buf: &[u8], parsed: &httparse::Response<'_, '_>, len: usize) -> Result<Head, Failure> {
+    let status = parsed
+        .code
+        .and_then(|c| StatusCode::from_u16(c).ok())
+        .ok_or_else(|| Failure::malformed("invalid status code"))?
+        .as_u16();
+    // httparse checked the names (tokens) and values (no control
+    // characters), as `http`'s types would.
+    let mut facts = Fields::new();
+    for field in parsed.headers.iter() {
+        facts.add(field.name, field.value);
+    }
+    Ok(Head {
+        status,
+        http10: parsed.version == Some(0),
+        // One copy of the head, read again only if someone asks.
+        headers: Headers::from_head(Bytes::copy_from_slice(&buf[..len]), facts.noted),
+        fields: facts,
+        len,
+    })
+}
+
+/// How the body of a response with `status` to `method` is delimited
+/// (RFC 9112, section 6.3).
+fn framing(method: &Method, status: u16, fields: &Fields) -> Result<Framing, Failure> {
+    if *method == Method::HEAD || (100..200).contains(&status) || status == 204 || status == 304 {
+        return Ok(Framing::Empty);
+    }
+    if fields.transfer_encoding {
+        return Ok(if fields.chunked_last {
+            Framing::Chunked
+        } else {
+            Framing::UntilClose
+        });
+    }
+    Ok(match fields.length.map_err(Failure::malformed)? {
+        Some(0) => Framing::Empty,
+        Some(n) => Framing::Length(n),
+        None => Framing::UntilClose,
+    })
+}
+
+/// The size of a chunk from its size line (extensions ignored).
+fn chunk_size(line: &[u8]) -> Result<u64, Failure> {
+    let hex = line.split(|&b| b == b';').next().unwrap_or_default();
+    let hex = std::str::from_utf8(hex)
+        .map(str::trim)
+        .map_err(|_| Failure::malformed("invalid chunk size"))?;
+    if hex.is_empty() || hex.len() > 16 {
+        return Err(Failure::malformed("invalid chunk size"));
+    }
+    u64::from_str_radix(hex, 16).map_err(|_| Failure::malformed("invalid chunk size"))
+}
+
+/// Whether a failed request may go out again on a fresh connection: only
+/// when the server cannot have acted on it, or when acting twice does no
+/// harm (the methods Go's client replays, as k6 does).
+pub fn may_retry(method: &Method, failure: &Failure) -> bool {
+    failure.nothing_sent
+        || (failure.nothing_received
+            && matches!(
+                *method,
+                Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+            ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::socket::{IoMarks, MeteredIo};
+    use http::header::{HeaderName, HeaderValue};
+    use tokio::net::{TcpListener, TcpStream};
+
+    /// What the scripted server does for one request: write these pieces
+    /// (one write each, a pause between), then maybe close.
+    struct Reply {
+        pieces: Vec<Vec<u8>>,
+        close: bool,
+    }
+
+    fn reply(pieces: &[&[u8]], close: bool) -> Reply {
+        Reply {
+            pieces: pieces.iter().map(|p| p.to_vec()).collect(),
+            close,
+        }
+    }
+
+    /// A server on loopback that answers the requests of one connection
+    /// with `replies`, in order, and a client connection to it.
+    async fn scripted(replies: Vec<Reply>) -> H1Conn {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.expect("accept");
+            for r in replies {
+                let mut seen = Vec::new();
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let mut buf = [0u8; 1024];
+                    match sock.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                for piece in &r.pieces {
+                    sock.write_all(piece).await.expect("write");
+                    sock.flush().await.expect("flush");
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                if r.close {
+                    return;
+                }
+            }
+            // Hold the connection open until the client is done.
+            let mut buf = [0u8; 16];
+            let _ = sock.read(&mut buf).await;
+        });
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        H1Conn::new(Stream::Plain(MeteredIo::new(
+            stream,
+            Arc::new(IoMarks::default()),
+        )))
+    }
+
+    fn get(method: &Method) -> Outgoing<'_> {
+        Outgoing {
+            method,
+            target: "/x",
+            headers: &[],
+            host: "test",
+            user_agent: b"wload-test",
+            cookie: None,
+            body: b"",
+        }
+    }
+
+    fn text(r: &Received) -> &[u8] {
+        r.body.as_ref().map_or(&[][..], |b| b.as_slice())
+    }
+
+    #[tokio::test]
+    async fn chunked_interim_and_sized_responses_share_a_connection() {
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![
+            // Chunked, split mid-line, with an extension and a trailer.
+            reply(
+                &[
+                    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r",
+                    b"\nhello\r\n6\r\n wo",
+                    b"rld\r\n0\r\nX-Trailer: t\r\n\r\n",
+                ],
+                false,
+            ),
+            // An interim response before the real one.
+            reply(
+                &[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 3\r\n\r\nabc"],
+                false,
+            ),
+            // HEAD: a length, but no body follows.
+            reply(&[b"HTTP/1.1 200 OK\r\ncontent-length: 99\r\n\r\n"], false),
+        ])
+        .await;
+        let r = conn
+            .exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .expect("chunked");
+        assert_eq!(
+            (r.status, text(&r), r.body_len),
+            (200, &b"hello world"[..], 11)
+        );
+        assert!(conn.check_idle());
+        let r = conn
+            .exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .expect("1xx");
+        assert_eq!((r.status, text(&r)), (201, &b"abc"[..]));
+        assert!(conn.check_idle());
+        let r = conn
+            .exchange(&get(&Method::HEAD), Some(&pool))
+            .await
+            .expect("head");
+        assert_eq!((r.status, r.body_len), (200, 0));
+        assert!(conn.is_reusable());
+    }
+
+    #[tokio::test]
+    async fn large_bodies_arrive_whole_kept_or_counted() {
+        let body: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let mut resp = b"HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n".to_vec();
+        resp.extend_from_slice(&body);
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(&[&resp], false), reply(&[&resp], false)]).await;
+        let r = conn
+            .exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .expect("kept");
+        assert!(text(&r) == body.as_slice());
+        let r = conn
+            .exchange(&get(&Method::GET), None)
+            .await
+            .expect("discarded");
+        assert_eq!((r.body.is_none(), r.body_len), (true, 1_000_000));
+        assert!(conn.check_idle());
+    }
+
+    #[tokio::test]
+    async fn connections_close_when_the_response_says_so() {
+        let pool = BodyPool::new(8);
+        // HTTP/1.0 without keep-alive, body delimited by the close.
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.0 200 OK\r\n\r\nuntil ", b"close"],
+            true,
+        )])
+        .await;
+        let r = conn
+            .exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .expect("1.0");
+        assert_eq!((r.http10, text(&r)), (true, &b"until close"[..]));
+        assert!(!conn.is_reusable());
+
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.1 200 OK\r\nConnection: close\r\ncontent-length: 2\r\n\r\nok"],
+            true,
+        )])
+        .await;
+        conn.exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .expect("close");
+        assert!(!conn.is_reusable());
+
+        // A kept-alive connection the server closes while idle.
+        let mut conn = scripted(vec![reply(&[b"HTTP/1.1 204 No Content\r\n\r\n"], true)]).await;
+        conn.exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .expect("204");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!conn.check_idle());
+    }
+
+    /// How a GET fails when the server answers with `pieces` and closes;
+    /// and the connection after it.
+    async fn failed_get(pieces: &[&[u8]]) -> (Failure, H1Conn) {
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(pieces, true)]).await;
+        let failure = conn
+            .exchange(&get(&Method::GET), Some(&pool))
+            .await
+            .err()
+            .expect("the exchange fails");
+        (failure, conn)
+    }
+
+    #[tokio::test]
+    async fn cut_and_garbled_responses_fail_with_codes() {
+        let (f, conn) = failed_get(&[b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf"]).await;
+        assert_eq!(f.error.code, ErrorCode::ConnectionReset, "{}", f.error);
+        assert!(!f.nothing_received && !conn.is_reusable());
+
+        let (f, _) =
+            failed_get(&[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n"]).await;
+        assert_eq!(f.error.code, ErrorCode::Generic, "{}", f.error);
+
+        // Closed before any byte of a response: safe to send again.
+        let (f, _) = failed_get(&[]).await;
+        assert!(f.nothing_received && may_retry(&Method::GET, &f));
+    }
+
+    fn head_of(req: Outgoing<'_>) -> (String, bool) {
+        let mut out = Vec::new();
+        let chunked = encode_head(&mut out, &req);
+        (String::from_utf8(out).expect("ASCII head"), chunked)
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn request_heads_carry_a_length_where_a_body_may_be() {
+        let own = headers(&[("Host", "h:1"), ("X-Trace", "a")]);
+        let plain = Outgoing {
+            target: "/a?b=c",
+            headers: &own,
+            ..get(&Method::GET)
+        };
+        assert_eq!(
+            head_of(plain).0,
+            "GET /a?b=c HTTP/1.1\r\nhost: h:1\r\nx-trace: a\r\nuser-agent: wload-test\r\n\r\n"
+        );
+        let post = Outgoing {
+            target: "/p",
+            ..get(&Method::POST)
+        };
+        assert_eq!(
+            head_of(post).0,
+            "POST /p HTTP/1.1\r\nhost: test\r\nuser-agent: wload-test\r\ncontent-length: 0\r\n\r\n"
+        );
+        let put = Outgoing {
+            body: b"xyz",
+            ..get(&Method::PUT)
+        };
+        assert!(head_of(put).0.ends_with("content-length: 3\r\n\r\n"));
+        let te = headers(&[("Transfer-Encoding", "chunked")]);
+        let chunked = Outgoing {
+            headers: &te,
+            body: b"xyz",
+            ..get(&Method::POST)
+        };
+        let (head, is_chunked) = head_of(chunked);
+        assert!(is_chunked && !head.contains("content-length"));
+    }
+
+    #[test]
+    fn the_jar_joins_the_tests_own_cookie_field() {
+        let own = headers(&[("Cookie", "a=1"), ("cookie", "b=2"), ("User-Agent", "mine")]);
+        let req = Outgoing {
+            headers: &own,
+            cookie: Some("s=3"),
+            ..get(&Method::GET)
+        };
+        assert_eq!(
+            head_of(req).0,
+            "GET /x HTTP/1.1\r\ncookie: a=1; s=3\r\nuser-agent: mine\r\nhost: test\r\n\r\n"
+        );
+        let jar_only = Outgoing {
+            cookie: Some("s=3"),
+            ..get(&Method::GET)
+        };
+        assert!(head_of(jar_only).0.ends_with("cookie: s=3\r\n\r\n"));
+        let no_jar = Outgoing {
+            headers: &own,
+            ..get(&Method::GET)
+        };
+        assert!(head_of(no_jar).0.contains("cookie: a=1\r\ncookie: b=2\r\n"));
+    }
+
+    #[test]
+    fn header_fields_are_checked_as_http_does() {
+        assert!(check_header("X-Ok", "a value\twith tab").is_ok());
+        assert!(
+            check_header("bad name", "v")
+                .unwrap_err()
+                .contains("invalid header name")
+        );
+        assert!(check_header("", "v").is_err());
+        assert!(
+            check_header("x", "a\r\nb")
+                .unwrap_err()
+                .contains("header x")
+        );
+        // What `http` refuses, HTTP/2 requests could not carry either.
+        for (n, v) in [("X-A", "ok"), ("x:y", "v"), ("x", "\u{7f}")] {
+            let ours = check_header(n, v).is_ok();
+            let theirs =
+                HeaderName::from_bytes(n.as_bytes()).is_ok() && HeaderValue::from_str(v).is_ok();
+            assert_eq!(ours, theirs, "{n:?}: {v:?}");
+        }
+    }
+
+    #[test]
+    fn heads_parse_whole_or_not_at_all() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nX-A: 2\r\n\r\nhello";
+        assert!(parse_head(&raw[..20]).expect("valid so far").is_none());
+        let head = parse_head(raw).expect("valid").expect("complete");
+        assert_eq!(
+            (head.status, head.http10, head.len),
+            (200, false, raw.len() - 5)
+        );
+        assert_eq!(head.headers.get_all("x-a").len(), 2);
+        assert_eq!(head.fields.length, Ok(Some(5)));
+        assert!(parse_head(b"HTTP/1.1 2x0 OK\r\n\r\n").is_err());
+        // Past the stack array, up to the limit, and past it.
+        let many = |n: usize| {
+            let mut raw = b"HTTP/1.1 200 OK\r\n".to_vec();
+            for i in 0..n {
+                raw.extend_from_slice(format!("x-{i}: {i}\r\n").as_bytes());
+            }
+            raw.extend_from_slice(b"\r\n");
+            raw
+        };
+        let head = parse_head(&many(MAX_FIELDS))
+            .expect("valid")
+            .expect("whole");
+        assert_eq!(head.headers.get("x-99"), Some(&b"99"[..]));
+        assert!(parse_head(&many(MAX_FIELDS + 1)).is_err());
+        assert!(parse_head(b"garbage\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn bodies_are_framed_as_rfc_9112_says() {
+        let h = |pairs: &[(&str, &str)]| {
+            let mut f = Fields::new();
+            for (k, v) in pairs {
+                f.add(k, v.as_bytes());
+            }
+            f
+        };
+        let get = Method::GET;
+        let len = h(&[("content-length", "10")]);
+        assert_eq!(framing(&get, 200, &len).ok(), Some(Framing::Length(10)));
+        assert_eq!(framing(&Method::HEAD, 200, &len).ok(), Some(Framing::Empty));
+        assert_eq!(framing(&get, 304, &len).ok(), Some(Framing::Empty));
+        assert_eq!(framing(&get, 204, &h(&[])).ok(), Some(Framing::Empty));
+        assert_eq!(framing(&get, 200, &h(&[])).ok(), Some(Framing::UntilClose));
+        let te = h(&[
+            ("transfer-encoding", "gzip, chunked"),
+            ("content-length", "3"),
+        ]);
+        assert_eq!(framing(&get, 200, &te).ok(), Some(Framing::Chunked));
+        let te = h(&[("transfer-encoding", "chunked, gzip")]);
+        assert_eq!(framing(&get, 200, &te).ok(), Some(Framing::UntilClose));
+        assert!(framing(&get, 200, &h(&[("content-length", "1, 2")])).is_err());
+        assert!(framing(&get, 200, &h(&[("content-length", "-1")])).is_err());
+        assert_eq!(
+            framing(&get, 200, &h(&[("content-length", "7, 7")])).ok(),
+            Some(Framing::Length(7))
+        );
+    }
+
+    #[test]
+    fn chunk_sizes_are_hex_with_optional_extensions() {
+        assert_eq!(chunk_size(b"1a").ok(), Some(26));
+        assert_eq!(chunk_size(b"FF;name=value").ok(), Some(255));
+        assert!(chunk_size(b"").is_err());
+        assert!(chunk_size(b"zz").is_err());
+        assert!(chunk_size(b"11111111111111111").is_err());
+    }
+
+    #[test]
+    fn only_requests_the_server_cannot_have_seen_or_safe_ones_retry() {
+        let f = |sent: bool, received: bool| Failure {
+            error: HttpError::new(ErrorCode::ConnectionReset, "x"),
+            nothing_sent: !sent,
+            nothing_received: !received,
+        };
+        assert!(may_retry(&Method::POST, &f(false, false)));
+        assert!(!may_retry(&Method::POST, &f(true, false)));
+        assert!(may_retry(&Method::GET, &f(true, false)));
+        assert!(!may_retry(&Method::GET, &f(true, true)));
+    }
+}

@@ -1,0 +1,189 @@
+//! Streaming outputs (`--out KIND=FILE`, repeatable): each output interval
+//! (`--out-interval`, default 1s) the run drains the recorder into one
+//! [`Interval`] of aggregates per metric and tag set, and every output
+//! writes that interval: JSON lines, CSV rows, or an HdrHistogram interval
+//! log per trend. Never one line per sample: the files grow with intervals
+//! × series, not with requests.
+
+mod csv;
+mod hdr;
+mod json;
+pub mod tag;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result};
+
+use wload_metrics::{Interval, MetricDef, Sink};
+
+/// One `--out` flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutSpec {
+    Json(PathBuf),
+    Csv(PathBuf),
+    Hdr(PathBuf),
+}
+
+/// The accepted forms, for error messages and help.
+pub const OUT_FORMS: &str = "json=FILE, csv=FILE or hdr=FILE";
+
+impl OutSpec {
+    /// Parse `KIND=FILE`.
+    pub fn parse(s: &str) -> Result<OutSpec, String> {
+        let (kind, file) = s.split_once('=').unwrap_or((s, ""));
+        if file.is_empty() {
+            return Err(format!(
+                "invalid --out {s:?}: expected {OUT_FORMS} (e.g. --out json=results.jsonl)"
+            ));
+        }
+        let path = PathBuf::from(file);
+        match kind {
+            "json" => Ok(OutSpec::Json(path)),
+            "csv" => Ok(OutSpec::Csv(path)),
+            "hdr" => Ok(OutSpec::Hdr(path)),
+            _ => Err(format!(
+                "unknown --out kind {kind:?} in {s:?}: use {OUT_FORMS}"
+            )),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => p,
+        }
+    }
+}
+
+/// What every output gets for one interval.
+pub struct IntervalView<'a> {
+    pub interval: &'a Interval,
+    /// Start and end in seconds since the run started (VUs running;
+    /// samples of setup land in the first interval).
+    pub start: f64,
+    pub end: f64,
+    /// Wall-clock end of the interval, Unix seconds.
+    pub time: f64,
+    pub metrics: &'a [MetricDef],
+}
+
+impl IntervalView<'_> {
+    /// The interval's series in a stable order: metric id, then tags.
+    pub fn sorted(&self) -> Vec<(&MetricDef, &wload_metrics::TagSet, &Sink)> {
+        let mut rows: Vec<_> = self
+            .interval
+            .series
+            .series
+            .iter()
+            .filter_map(|((id, tags), sink)| {
+                let def = self.metrics.get(*id as usize)?;
+                Some((*id, def, &**tags, sink))
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| a.2.to_string().cmp(&b.2.to_string()))
+        });
+        rows.into_iter().map(|(_, d, t, s)| (d, t, s)).collect()
+    }
+
+    pub fn seconds(&self) -> f64 {
+        (self.end - self.start).max(0.0)
+    }
+}
+
+/// One open output file.
+trait Output: Send {
+    fn write(&mut self, view: &IntervalView) -> Result<()>;
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// The open outputs of a run.
+pub struct Outputs {
+    outputs: Vec<(PathBuf, Box<dyn Output>)>,
+}
+
+impl Outputs {
+    /// Create every file now, so that an unwritable path fails before the
+    /// run rather than after it. `run_start` is the wall clock of the
+    /// run's start (for the hdr log's StartTime).
+    pub fn open(specs: &[OutSpec], run_start: SystemTime) -> Result<Outputs> {
+        let mut outputs: Vec<(PathBuf, Box<dyn Output>)> = Vec::new();
+        for spec in specs {
+            let path = spec.path().to_owned();
+            let file = std::fs::File::create(&path)
+                .with_context(|| format!("cannot create the --out file {}", path.display()))?;
+            let out: Box<dyn Output> = match spec {
+                OutSpec::Json(_) => Box::new(json::JsonOut::new(file)),
+                OutSpec::Csv(_) => Box::new(csv::CsvOut::new(file)?),
+                OutSpec::Hdr(_) => Box::new(hdr::HdrOut::new(file, run_start)?),
+            };
+            outputs.push((path, out));
+        }
+        Ok(Outputs { outputs })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.outputs.is_empty()
+    }
+
+    /// Write one interval to every output; the first failure of each
+    /// output is reported once and that output is dropped (the run goes on).
+    pub fn write(&mut self, view: &IntervalView) {
+        self.outputs
+            .retain_mut(|(path, out)| match out.write(view) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!(
+                        "ERROR --out {}: {e:#}; no more intervals are written to it",
+                        path.display()
+                    );
+                    false
+                }
+            });
+    }
+
+    /// Flush and close every output.
+    pub fn finish(&mut self) -> Result<()> {
+        for (path, out) in &mut self.outputs {
+            out.finish()
+                .with_context(|| format!("cannot finish the --out file {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_seconds(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs_f64()
+}
+
+/// The statistics a trend gets in the JSON and CSV outputs, in order.
+pub const TREND_COLUMNS: [&str; 7] = ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn out_specs_parse_and_unknown_kinds_name_the_valid_forms() {
+        assert_eq!(
+            OutSpec::parse("json=a/b.jsonl"),
+            Ok(OutSpec::Json("a/b.jsonl".into()))
+        );
+        assert_eq!(
+            OutSpec::parse("csv=x=y.csv"),
+            Ok(OutSpec::Csv("x=y.csv".into()))
+        );
+        assert_eq!(
+            OutSpec::parse("hdr=h.hlog"),
+            Ok(OutSpec::Hdr("h.hlog".into()))
+        );
+        for bad in ["influxdb=http://x", "json", "json=", "hdr:file"] {
+            let err = OutSpec::parse(bad).unwrap_err();
+            assert!(err.contains(OUT_FORMS), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! The command line: parses flags into [`RunOptions`], calls the library,
+//! prints what comes back. Option precedence: flags > `WLOAD_*`
+//! environment variables > the test's own `options()`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use serde_json::{Map, Value, json};
+
+use crate::demo::HELLO_WASM;
+use wload_engine::component::{Cache, FileKind, detect};
+use wload_engine::config;
+use wload_engine::executor::Segment;
+use wload_engine::run::{self, ExitError, RunOptions, TestSource, exit};
+use wload_engine::sandbox::{Sandbox, SandboxLimits};
+use wload_http::{ClientConfig, TlsOptions};
+use wload_output::stream::OutSpec;
+use wload_output::{export, merge, summary};
+use wload_target::TargetServer;
+use wload_units::parse_duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wload",
+    version,
+    about = "HTTP load testing with tests written as WebAssembly components",
+    long_about = "HTTP load testing with tests written as WebAssembly components.\n\n\
+                  Write a test against the WIT world wload:test (Rust: the wload-sdk crate), build it \
+                  for wasm32-wasip2 and run it: `wload run test.wasm --vus 100 --duration 30s`.\n\
+                  Try `wload demo` for a complete load test against a built-in server."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a test (a .wasm component, or a .cwasm from `wload compile`).
+    Run {
+        /// The test file.
+        test: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Compile a test ahead of time into a .cwasm for this machine.
+    Compile {
+        /// The test component.
+        test: PathBuf,
+        /// Where to write the compiled test.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Run only the built-in target server on 127.0.0.1, to try tests
+    /// against: GET /, /bytes/N, /status/N, /delay/MS, POST /echo.
+    Serve {
+        /// Port to listen on.
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Stop after this long (default: until Ctrl-C).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+    },
+    /// Merge the `--out hdr=FILE` interval logs of several runs or machines
+    /// into one summary per trend metric and tag set (exact: histograms
+    /// add without loss).
+    Merge {
+        /// The interval logs.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Also write the merged summary as JSON (the layout of `wload run
+        /// --summary-export`, plus one entry per tag set).
+        #[arg(long, value_name = "FILE")]
+        summary_export: Option<PathBuf>,
+        /// Statistics per trend (default count,avg,min,med,max,p(90),p(95),p(99)).
+        #[arg(long, value_name = "LIST", value_delimiter = ',')]
+        summary_trend_stats: Vec<String>,
+    },
+    /// Start a built-in target server on 127.0.0.1 and load it with the
+    /// bundled example test (10 VUs for 10s unless told otherwise).
+    Demo {
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Port of the built-in server (0: any free port).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+}
+
+/// Flags shared by `run` and `demo`.
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// Number of VUs (concurrent virtual users). [env: WLOAD_VUS]
+    #[arg(short = 'u', long)]
+    vus: Option<u32>,
+    /// How long to run, e.g. 30s, 5m, 1h30m. [env: WLOAD_DURATION]
+    #[arg(short, long, value_parser = parse_duration_text)]
+    duration: Option<String>,
+    /// Total iterations, shared among the VUs (exact). [env: WLOAD_ITERATIONS]
+    #[arg(short, long)]
+    iterations: Option<u64>,
+    /// A ramping stage DURATION:TARGET, repeatable: --stage 30s:100 --stage 1m:0
+    /// [env: WLOAD_STAGES=30s:100,1m:0]
+    #[arg(short, long = "stage", value_name = "DURATION:TARGET", value_parser = parse_stage)]
+    stages: Vec<serde_json::Value>,
+    /// A k6 options object (scenarios, thresholds, …) in JSON, or TOML for
+    /// a .toml file. Flags and WLOAD_* variables override it; it overrides
+    /// the test's own options().
+    #[arg(short, long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Run only this part of every scenario, to split a test across
+    /// machines: 0:1/3, 1/3:2/3, 2/3:1.
+    #[arg(long, value_name = "FROM:TO", value_parser = Segment::parse)]
+    execution_segment: Option<Segment>,
+    /// A variable for the test (`vu::env`), repeatable: -e BASE_URL=http://127.0.0.1:8080
+    #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    env: Vec<(String, String)>,
+    /// A tag on every metric sample, repeatable: --tag team=payments
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    tags: Vec<(String, String)>,
+    /// Write the end-of-test summary as JSON (k6's --summary-export layout).
+    #[arg(long, value_name = "FILE")]
+    summary_export: Option<PathBuf>,
+    /// Trend statistics in the summary, e.g. avg,med,p(99),p(99.9),count
+    /// [k6: summaryTrendStats]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    summary_trend_stats: Vec<String>,
+    /// Do not print the end-of-test summary.
+    #[arg(long)]
+    no_summary: bool,
+    /// No progress output.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Stream results to a file, repeatable: json=FILE (JSON lines),
+    /// csv=FILE, hdr=FILE (HdrHistogram interval log of every trend; see
+    /// `wload merge`). One line per interval and metric/tag set.
+    #[arg(long = "out", short = 'o', value_name = "KIND=FILE")]
+    out: Vec<String>,
+    /// Aggregation interval of --out and of the live progress.
+    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
+    out_interval: Duration,
+    /// Memory limit of each VU's instance, e.g. 64MiB, 1GiB.
+    #[arg(long, default_value = "64MiB", value_parser = parse_size, env = "WLOAD_VU_MEMORY")]
+    vu_memory: u64,
+    /// Stop a guest that computes this long without waiting on HTTP or sleep.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    guest_timeout: Duration,
+    /// Default timeout of an HTTP request.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    http_timeout: Duration,
+    /// Compile the test every time instead of using the on-disk cache.
+    #[arg(long)]
+    no_cache: bool,
+    #[command(flatten)]
+    http: HttpArgs,
+}
+
+/// The HTTP client's run-wide options (k6's names in kebab case).
+#[derive(Debug, Args)]
+struct HttpArgs {
+    /// Accept any TLS certificate (self-signed, expired, other host).
+    /// [k6: insecureSkipTLSVerify]
+    #[arg(long)]
+    insecure_skip_tls_verify: bool,
+    /// Also trust the CA certificates in this PEM file (repeatable).
+    #[arg(long = "tls-ca", value_name = "FILE")]
+    tls_ca: Vec<PathBuf>,
+    /// Client certificate chain (PEM) for mutual TLS; needs --tls-client-key.
+    #[arg(long, value_name = "FILE", requires = "tls_client_key")]
+    tls_client_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-client-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_client_cert")]
+    tls_client_key: Option<PathBuf>,
+    /// Do not offer HTTP/2 to https:// targets.
+    #[arg(long, conflicts_with = "h2c")]
+    no_http2: bool,
+    /// Speak HTTP/2 to http:// targets without asking (h2c prior knowledge).
+    #[arg(long)]
+    h2c: bool,
+    /// Open a new connection for every request. [k6: noConnectionReuse]
+    #[arg(long)]
+    no_connection_reuse: bool,
+    /// Close a VU's connections at the end of each iteration.
+    /// [k6: noVUConnectionReuse]
+    #[arg(long)]
+    no_vu_connection_reuse: bool,
+    /// How long DNS answers are reused (0: resolve every new connection).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    dns_ttl: Duration,
+    /// Requests of one http batch in flight at once, per VU (default 20).
+    /// [k6: batch]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: Option<u32>,
+    /// Requests of one http batch in flight to one host, per VU (default
+    /// 6). [k6: batchPerHost]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_per_host: Option<u32>,
+    /// Redirects followed when a request sets no limit (default 10; 0:
+    /// none). [k6: maxRedirects]
+    #[arg(long)]
+    max_redirects: Option<u32>,
+    /// Read and count response bodies but keep none, unless a request asks.
+    /// [k6: discardResponseBodies]
+    #[arg(long)]
+    discard_response_bodies: bool,
+    /// The User-Agent header of requests that set none (default
+    /// wload/VERSION). [k6: userAgent]
+    #[arg(long)]
+    user_agent: Option<String>,
+    /// Statuses that are not failures in http_req_failed, e.g. 200-299,404.
+    #[arg(long, default_value = "200-399", value_parser = parse_statuses)]
+    expected_statuses: StatusRanges,
+}
+
+/// Inclusive status ranges of `--expected-statuses`.
+#[derive(Debug, Clone)]
+struct StatusRanges(Vec<(u16, u16)>);
+
+fn parse_statuses(s: &str) -> Result<StatusRanges, String> {
+    let err = || format!("invalid statuses {s:?}: expected e.g. 200-299,404");
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let lo: u16 = lo.trim().parse().map_err(|_| err())?;
+        let hi: u16 = hi.trim().parse().map_err(|_| err())?;
+        if !(100..=999).contains(&lo) || !(100..=999).contains(&hi) || lo > hi {
+            return Err(err());
+        }
+        out.push((lo, hi));
+    }
+    if out.is_empty() {
+        return Err(err());
+    }
+    Ok(StatusRanges(out))
+}
+
+impl HttpArgs {
+    /// The client settings k6's options object has no key for; the rest
+    /// travel as options (see [`HttpArgs::k6_options`]).
+    fn config(&self, timeout: Duration) -> ClientConfig {
+        ClientConfig {
+            timeout,
+            tls: TlsOptions {
+                insecure_skip_verify: false,
+                ca_files: self.tls_ca.clone(),
+                client_cert: self
+                    .tls_client_cert
+                    .clone()
+                    .zip(self.tls_client_key.clone()),
+            },
+            http2: !self.no_http2,
+            h2c: self.h2c,
+            dns_ttl: self.dns_ttl,
+            expected_statuses: self.expected_statuses.0.clone(),
+            ..ClientConfig::default()
+        }
+    }
+
+    /// The flags that are k6 options, as options-object keys, so that
+    /// they take the precedence of flags over the same keys in a config
+    /// file or the test's options().
+    fn k6_options(&self, m: &mut Map<String, Value>) {
+        let flags = [
+            ("insecureSkipTLSVerify", self.insecure_skip_tls_verify),
+            ("noConnectionReuse", self.no_connection_reuse),
+            ("noVUConnectionReuse", self.no_vu_connection_reuse),
+            ("discardResponseBodies", self.discard_response_bodies),
+        ];
+        for (key, set) in flags {
+            if set {
+                m.insert(key.into(), json!(true));
+            }
+        }
+        let numbers = [
+            ("batch", self.batch),
+            ("batchPerHost", self.batch_per_host),
+            ("maxRedirects", self.max_redirects),
+        ];
+        for (key, value) in numbers {
+            if let Some(v) = value {
+                m.insert(key.into(), json!(v));
+            }
+        }
+        if let Some(ua) = &self.user_agent {
+            m.insert("userAgent".into(), json!(ua));
+        }
+    }
+}
+
+fn parse_duration_text(s: &str) -> Result<String, String> {
+    parse_duration(s).map(|_| s.to_owned())
+}
+
+fn parse_stage(s: &str) -> Result<serde_json::Value, String> {
+    config::stage_arg(s)
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {s:?}")),
+    }
+}
+
+/// `64MiB`, `1GiB`, `512M`, `1048576`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?}: expected e.g. 64MiB or 1GiB"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in {s:?}: use KiB, MiB or GiB")),
+    };
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("size {s:?} is too large"))?;
+    if bytes < (1 << 20) {
+        return Err(format!("size {s:?} is too small: at least 1MiB"));
+    }
+    Ok(bytes)
+}
+
+impl LoadArgs {
+    /// The options these flags set, as a k6 options object.
+    fn cli_options(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(v) = self.vus {
+            m.insert("vus".into(), json!(v));
+        }
+        if let Some(d) = &self.duration {
+            m.insert("duration".into(), json!(d));
+        }
+        if let Some(i) = self.iterations {
+            m.insert("iterations".into(), json!(i));
+        }
+        if !self.stages.is_empty() {
+            m.insert("stages".into(), Value::Array(self.stages.clone()));
+        }
+        if !self.tags.is_empty() {
+            let tags: Map<String, Value> = self
+                .tags
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            m.insert("tags".into(), Value::Object(tags));
+        }
+        self.http.k6_options(&mut m);
+        if !self.summary_trend_stats.is_empty() {
+            m.insert("summaryTrendStats".into(), json!(self.summary_trend_stats));
+        }
+        m
+    }
+
+    fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> Result<RunOptions> {
+        let invalid = |message: String| ExitError {
+            code: exit::INVALID_CONFIG,
+            message,
+        };
+        let outputs = self
+            .out
+            .iter()
+            .map(|s| OutSpec::parse(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        if self.out_interval < Duration::from_millis(10) {
+            return Err(invalid(format!(
+                "invalid --out-interval {:?}: use at least 10ms, e.g. 1s",
+                self.out_interval
+            ))
+            .into());
+        }
+        let mut env: HashMap<String, String> = extra_env.iter().cloned().collect();
+        env.extend(self.env.iter().cloned());
+        Ok(RunOptions {
+            test,
+            cli_options: self.cli_options(),
+            env_options: config::env_layer(std::env::vars())?,
+            config_file: self.config.clone(),
+            env,
+            segment: self.execution_segment.unwrap_or_default(),
+            limits: SandboxLimits {
+                memory: self.vu_memory,
+                guest_timeout: self.guest_timeout,
+            },
+            http: self.http.config(self.http_timeout),
+            cache: if self.no_cache {
+                Cache::disabled()
+            } else {
+                Cache::new(Cache::default_dir())
+            },
+            quiet: self.quiet,
+            outputs,
+            out_interval: self.out_interval,
+        })
+    }
+}
+
+/// Parse the command line and run it; returns the process exit code.
+pub async fn main() -> Result<u8> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { test, load } => {
+            let opts = load.options(TestSource::File(test), &[])?;
+            run_and_report(opts, &load).await
+        }
+        Command::Demo { mut load, port } => {
+            let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+            let shaped = load.iterations.is_some()
+                || load.duration.is_some()
+                || !load.stages.is_empty()
+                || load.config.is_some();
+            if !shaped {
+                load.vus.get_or_insert(10);
+                load.duration = Some("10s".to_owned());
+            }
+            eprintln!(
+                "wload demo: target server listening on {}",
+                server.base_url()
+            );
+            let test = TestSource::Embedded {
+                name: "examples/rust/hello (bundled)".to_owned(),
+                bytes: HELLO_WASM,
+            };
+            let opts = load.options(test, &[("BASE_URL".to_owned(), server.base_url())])?;
+            let code = run_and_report(opts, &load).await?;
+            eprintln!(
+                "wload demo: the target server saw {} requests on {} connections",
+                server.stats.requests(),
+                server.stats.connections()
+            );
+            Ok(code)
+        }
+        Command::Serve { port, duration } => {
+            let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
+            eprintln!(
+                "wload serve: listening on {} (Ctrl-C to stop)",
+                server.base_url()
+            );
+            match duration {
+                Some(d) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                }
+                None => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+            eprintln!(
+                "wload serve: {} requests on {} connections (at most {} open at once)",
+                server.stats.requests(),
+                server.stats.connections(),
+                server.stats.max_open_connections()
+            );
+            Ok(0)
+        }
+        Command::Merge {
+            files,
+            summary_export,
+            summary_trend_stats,
+        } => {
+            let stats = if summary_trend_stats.is_empty() {
+                merge::default_stats()
+            } else {
+                wload_output::parse_trend_stats(&summary_trend_stats).map_err(|e| ExitError {
+                    code: exit::INVALID_CONFIG,
+                    message: format!("invalid --summary-trend-stats: {e}"),
+                })?
+            };
+            let merged = merge::merge(&files, stats)?;
+            let text = merge::render(&merged);
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+            if let Some(path) = &summary_export {
+                let json = merge::to_json(&merged);
+                let text =
+                    serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
+                std::fs::write(path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            Ok(0)
+        }
+        Command::Compile { test, output } => {
+            compile(&test, &output)?;
+            Ok(0)
+        }
+    }
+}
+
+async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
+    let quiet = opts.quiet;
+    let outcome = run::run(opts).await?;
+    if !load.no_summary {
+        let text = summary::render(&outcome.report);
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    if let Some(path) = &load.summary_export {
+        let json = export::to_json(&outcome.report);
+        let text = serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        if !quiet {
+            eprintln!("summary written to {}", path.display());
+        }
+    }
+    Ok(outcome.exit_code)
+}
+
+fn compile(test: &std::path::Path, output: &std::path::Path) -> Result<()> {
+    let bytes = std::fs::read(test).with_context(|| format!("cannot read {}", test.display()))?;
+    if detect(&bytes) != FileKind::Component {
+        // Let the loader explain what the file is instead.
+        let probe = Sandbox::probe(SandboxLimits::default())?;
+        wload_engine::component::CompiledTest::from_bytes(
+            &probe.engine,
+            test,
+            &bytes,
+            &Cache::disabled(),
+        )?;
+        bail!("{} is already compiled", test.display());
+    }
+    let probe = Sandbox::probe(SandboxLimits::default())?;
+    let compiled = wload_engine::component::CompiledTest::from_bytes(
+        &probe.engine,
+        test,
+        &bytes,
+        &Cache::disabled(),
+    )?;
+    std::fs::write(output, compiled.cwasm.as_slice())
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    eprintln!(
+        "compiled {} ({} KiB) to {} ({} KiB)",
+        test.display(),
+        bytes.len() / 1024,
+        output.display(),
+        compiled.cwasm.len() / 1024
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_pairs_parse() {
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("2m"), Ok(2 << 20));
+        assert!(parse_size("12").is_err());
+        assert!(parse_size("64XB").is_err());
+        assert_eq!(parse_key_value("A=b=c"), Ok(("A".into(), "b=c".into())));
+        assert!(parse_key_value("novalue").is_err());
+        assert!(parse_key_value("=x").is_err());
+        assert_eq!(
+            parse_statuses("200-299, 404").unwrap().0,
+            vec![(200, 299), (404, 404)]
+        );
+        assert!(parse_statuses("299-200").is_err());
+        assert!(parse_statuses("abc").is_err());
+        assert!(parse_statuses("").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}
