@@ -414,7 +414,7 @@ fn default_scenario(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::Executor;
+    use crate::executor::ExecutorConfig;
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
@@ -430,7 +430,7 @@ mod tests {
         let o = resolve(&merged).unwrap();
         assert_eq!(o.tags["from"], "file");
         match &o.scenarios[0].executor {
-            Executor::ConstantVus(e) => {
+            ExecutorConfig::ConstantVus(e) => {
                 assert_eq!(e.vus, 3);
                 assert_eq!(e.duration, Duration::from_secs(4));
             }
@@ -447,7 +447,7 @@ mod tests {
         assert_eq!(o.scenarios[0].name, "default");
         assert!(matches!(
             o.scenarios[0].executor,
-            Executor::SharedIterations(_)
+            ExecutorConfig::SharedIterations(_)
         ));
 
         let test = obj(json!({"vus": 5, "duration": "5s"}));
@@ -464,12 +464,14 @@ mod tests {
         let test = obj(json!({"vus": 10, "duration": "10s"}));
         let cli = obj(json!({"stages": [{"duration": "1s", "target": 3}]}));
         let o = resolve(&merge(&[&test, &cli])).unwrap();
-        assert!(matches!(&o.scenarios[0].executor, Executor::RampingVus(e) if e.start_vus == 10));
+        assert!(
+            matches!(&o.scenarios[0].executor, ExecutorConfig::RampingVus(e) if e.start_vus == 10)
+        );
         let cli = obj(json!({"iterations": 5, "vus": 1}));
         let o = resolve(&merge(&[&test, &cli])).unwrap();
         assert!(matches!(
             &o.scenarios[0].executor,
-            Executor::SharedIterations(e) if e.max_duration == crate::executor::shared_iterations::DEFAULT_MAX_DURATION
+            ExecutorConfig::SharedIterations(e) if e.max_duration == crate::executor::shared_iterations::DEFAULT_MAX_DURATION
         ));
     }
 
@@ -477,18 +479,18 @@ mod tests {
     fn shortcuts_derive_k6s_default_scenario() {
         let kind = |v: Value| resolve(&obj(v)).unwrap().scenarios.remove(0).executor;
         assert!(
-            matches!(kind(json!({})), Executor::SharedIterations(e) if e.vus == 1 && e.iterations == 1)
+            matches!(kind(json!({})), ExecutorConfig::SharedIterations(e) if e.vus == 1 && e.iterations == 1)
         );
         assert!(
-            matches!(kind(json!({"vus": 4})), Executor::SharedIterations(e) if e.iterations == 4)
+            matches!(kind(json!({"vus": 4})), ExecutorConfig::SharedIterations(e) if e.iterations == 4)
         );
         assert!(matches!(
             kind(json!({"iterations": 9, "duration": "2s"})),
-            Executor::SharedIterations(e) if e.max_duration == Duration::from_secs(2)
+            ExecutorConfig::SharedIterations(e) if e.max_duration == Duration::from_secs(2)
         ));
         assert!(matches!(
             kind(json!({"vus": 2, "stages": [{"duration": "10s", "target": 5}]})),
-            Executor::RampingVus(e) if e.start_vus == 2
+            ExecutorConfig::RampingVus(e) if e.start_vus == 2
         ));
     }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::{HardStop, Outcome, Scenario, Vu, iterate, join_all};
+use super::{HardStop, Outcome, Scenario, Segment, Vu, iterate, join_all};
 use wload_metrics::Builtin;
 
 /// Free VUs, each waiting on its own channel for the scheduled instant of
@@ -100,13 +100,7 @@ fn schedule(
     let mut live = initial;
     let mut added = Vec::new();
     let start = Instant::now();
-    let mut i = 0u64;
-    'schedule: while let Some(due) = offset(i) {
-        let this = i;
-        i += 1;
-        if !sc.segment.owns(this) {
-            continue;
-        }
+    'schedule: for due in owned(offset, sc.segment) {
         let at = start + due;
         loop {
             if !sc.running() {
@@ -118,17 +112,8 @@ fn schedule(
             }
             std::thread::sleep((at - now).min(MAX_NAP));
         }
-        // Hand the iteration to a free VU.
-        loop {
-            let next = lock(idle).pop();
-            match next {
-                Some(tx) => {
-                    if tx.try_send(at).is_ok() {
-                        continue 'schedule;
-                    }
-                }
-                None => break,
-            }
+        if hand_over(idle, at) {
+            continue 'schedule;
         }
         // None free: add a VU for later iterations, drop this one.
         if live < max_vus {
@@ -146,6 +131,34 @@ fn schedule(
         lock(dropped).push(at);
     }
     added
+}
+
+/// When each iteration of the schedule this segment owns is due, in order:
+/// the segments of a split run take disjoint iterations of one schedule.
+fn owned(
+    offset: impl Fn(u64) -> Option<Duration>,
+    segment: Segment,
+) -> impl Iterator<Item = Duration> {
+    (0u64..)
+        .map_while(move |i| Some((i, offset(i)?)))
+        .filter_map(move |(i, due)| segment.owns(i).then_some(due))
+}
+
+/// Hand the iteration due `at` to a free VU; false when none is free.
+/// A VU that stopped since it offered itself (its channel closed) is
+/// passed over.
+fn hand_over(idle: &Idle, at: Instant) -> bool {
+    loop {
+        let next = lock(idle).pop();
+        match next {
+            Some(tx) => {
+                if tx.try_send(at).is_ok() {
+                    return true;
+                }
+            }
+            None => return false,
+        }
+    }
 }
 
 /// One VU of an open-model scenario: offer itself as idle, run the
@@ -194,5 +207,46 @@ async fn worker(mut vu: Vu, sc: Arc<Scenario>, idle: Idle, dropped: Dropped) {
         if outcome == Outcome::Interrupted {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_10ms(n: u64) -> impl Fn(u64) -> Option<Duration> {
+        move |i| (i < n).then(|| Duration::from_millis(10 * i))
+    }
+
+    #[test]
+    fn segments_take_disjoint_iterations_of_one_schedule() {
+        let whole: Vec<Duration> = owned(every_10ms(10), Segment::FULL).collect();
+        assert_eq!(whole.len(), 10);
+        assert_eq!(whole[3], Duration::from_millis(30));
+        let halves: Vec<Vec<Duration>> = ["0:1/2", "1/2:1"]
+            .iter()
+            .map(|s| owned(every_10ms(10), Segment::parse(s).unwrap()).collect())
+            .collect();
+        assert_eq!(halves[0].len() + halves[1].len(), 10);
+        let mut both: Vec<Duration> = halves.concat();
+        both.sort();
+        assert_eq!(both, whole, "every iteration in exactly one segment");
+    }
+
+    #[test]
+    fn an_iteration_goes_to_a_free_vu_or_is_refused() {
+        let idle: Idle = Arc::default();
+        let at = Instant::now();
+        assert!(!hand_over(&idle, at), "no VU free");
+
+        let (gone, closed) = mpsc::channel::<Instant>(1);
+        drop(closed);
+        let (free, mut waiting) = mpsc::channel::<Instant>(1);
+        lock(&idle).push(free);
+        lock(&idle).push(gone);
+        assert!(hand_over(&idle, at), "a stopped VU is passed over");
+        assert_eq!(waiting.try_recv().ok(), Some(at));
+        assert!(lock(&idle).is_empty());
+        assert!(!hand_over(&idle, at));
     }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::arrival::run_open;
-use super::{Fields, Scenario, Segment, Vu};
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu};
 use wload_units::format::{duration_short, number, per_unit};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -19,16 +19,20 @@ pub struct ConstantArrivalRate {
 }
 
 impl ConstantArrivalRate {
-    pub fn parse(f: &mut Fields<'_>) -> Self {
+    /// When iteration `i` is due, if within the duration.
+    pub fn offset(&self, i: u64) -> Option<Duration> {
+        let secs = i as f64 * self.time_unit.as_secs_f64() / self.rate;
+        (secs < self.duration.as_secs_f64()).then(|| Duration::from_secs_f64(secs))
+    }
+}
+
+impl Executor for ConstantArrivalRate {
+    fn parse(f: &mut Fields<'_>) -> Self {
         let rate = f.positive("rate", None);
         let time_unit = f.duration("timeUnit", Some(Duration::from_secs(1)));
         let duration = f.duration("duration", None);
         let pre_allocated_vus = f.vus("preAllocatedVUs", None, 0);
         let max_vus = f.vus("maxVUs", Some(pre_allocated_vus), 0);
-        check_open_model(f, time_unit, pre_allocated_vus, max_vus);
-        if duration.is_zero() {
-            f.error("duration", "must be longer than 0s");
-        }
         ConstantArrivalRate {
             rate,
             time_unit,
@@ -38,25 +42,28 @@ impl ConstantArrivalRate {
         }
     }
 
-    /// When iteration `i` is due, if within the duration.
-    pub fn offset(&self, i: u64) -> Option<Duration> {
-        let secs = i as f64 * self.time_unit.as_secs_f64() / self.rate;
-        (secs < self.duration.as_secs_f64()).then(|| Duration::from_secs_f64(secs))
+    fn validate(&self) -> Vec<(String, String)> {
+        let mut problems =
+            open_model_problems(self.time_unit, self.pre_allocated_vus, self.max_vus);
+        if self.duration.is_zero() {
+            problems.push(("duration".into(), "must be longer than 0s".into()));
+        }
+        problems
     }
 
-    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+    fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.pre_allocated_vus)
     }
 
-    pub fn max_vus(&self, seg: &Segment) -> u32 {
+    fn max_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.max_vus)
     }
 
-    pub fn max_duration(&self) -> Duration {
+    fn max_duration(&self) -> Duration {
         self.duration
     }
 
-    pub fn describe(&self) -> (String, String) {
+    fn describe(&self) -> (String, String) {
         (
             format!(
                 "{} iterations/{} for {}",
@@ -68,35 +75,67 @@ impl ConstantArrivalRate {
         )
     }
 
-    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
+    fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
         let max = self.max_vus(&sc.segment);
         let plan = self.clone();
-        run_open(sc, vus, self.duration, max, move |i| plan.offset(i)).await;
+        Box::pin(run_open(sc, vus, self.duration, max, move |i| {
+            plan.offset(i)
+        }))
     }
 }
 
 /// Checks both arrival-rate executors share.
-pub fn check_open_model(f: &mut Fields<'_>, time_unit: Duration, pre_allocated: u32, max_vus: u32) {
+pub fn open_model_problems(
+    time_unit: Duration,
+    pre_allocated: u32,
+    max_vus: u32,
+) -> Vec<(String, String)> {
+    let mut problems = Vec::new();
     if time_unit.is_zero() {
-        f.error("timeUnit", "must be longer than 0s");
+        problems.push(("timeUnit".into(), "must be longer than 0s".into()));
     }
     if max_vus < pre_allocated {
-        f.error(
-            "maxVUs",
+        problems.push((
+            "maxVUs".into(),
             format!("({max_vus}) must be at least preAllocatedVUs ({pre_allocated})"),
-        );
+        ));
     }
     if max_vus == 0 {
-        f.error(
-            "maxVUs",
-            "must be at least 1 (set preAllocatedVUs or maxVUs)",
-        );
+        problems.push((
+            "maxVUs".into(),
+            "must be at least 1 (set preAllocatedVUs or maxVUs)".into(),
+        ));
     }
+    problems
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::read;
+    use serde_json::json;
+
+    #[test]
+    fn every_problem_is_reported() {
+        let (_, errors) = read::<ConstantArrivalRate>(json!({
+            "rate": 10, "timeUnit": "0s", "duration": "10s",
+            "preAllocatedVUs": 5, "maxVUs": 2,
+        }));
+        assert_eq!(
+            errors,
+            [
+                "scenarios.s.timeUnit: must be longer than 0s",
+                "scenarios.s.maxVUs: (2) must be at least preAllocatedVUs (5)",
+            ]
+        );
+        let (e, errors) = read::<ConstantArrivalRate>(json!({
+            "rate": 10, "duration": "10s", "preAllocatedVUs": 5, "maxVUs": 20,
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(e.initial_vus(&Segment::FULL), 5);
+        assert_eq!(e.max_vus(&Segment::FULL), 20);
+        assert_eq!(e.describe().1, "maxVUs: 5-20");
+    }
 
     #[test]
     fn the_schedule_is_exact() {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Fields, Scenario, Segment, Vu, run_closed};
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed};
 use wload_units::format::duration_short;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -12,31 +12,35 @@ pub struct ConstantVus {
     pub duration: Duration,
 }
 
-impl ConstantVus {
-    pub fn parse(f: &mut Fields<'_>) -> Self {
-        let e = ConstantVus {
+impl Executor for ConstantVus {
+    fn parse(f: &mut Fields<'_>) -> Self {
+        ConstantVus {
             vus: f.vus("vus", Some(1), 1),
             duration: f.duration("duration", None),
-        };
-        if e.duration.is_zero() {
-            f.error("duration", "must be longer than 0s");
         }
-        e
     }
 
-    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+    fn validate(&self) -> Vec<(String, String)> {
+        let mut problems = Vec::new();
+        if self.duration.is_zero() {
+            problems.push(("duration".into(), "must be longer than 0s".into()));
+        }
+        problems
+    }
+
+    fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.vus)
     }
 
-    pub fn max_vus(&self, seg: &Segment) -> u32 {
+    fn max_vus(&self, seg: &Segment) -> u32 {
         self.initial_vus(seg)
     }
 
-    pub fn max_duration(&self) -> Duration {
+    fn max_duration(&self) -> Duration {
         self.duration
     }
 
-    pub fn describe(&self) -> (String, String) {
+    fn describe(&self) -> (String, String) {
         (
             format!(
                 "{} looping VUs for {}",
@@ -47,9 +51,43 @@ impl ConstantVus {
         )
     }
 
-    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
-        let timer = sc.schedule_stop(self.duration);
-        run_closed(sc, vus, |_| true).await;
-        timer.abort();
+    fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
+        Box::pin(async move {
+            let timer = sc.schedule_stop(self.duration);
+            run_closed(sc, vus, |_| true).await;
+            timer.abort();
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::read;
+    use serde_json::json;
+
+    #[test]
+    fn options_plan_and_description() {
+        let (e, errors) = read::<ConstantVus>(json!({"vus": 10, "duration": "30s"}));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(e.max_duration(), Duration::from_secs(30));
+        assert_eq!(e.initial_vus(&Segment::FULL), 10);
+        assert_eq!(e.max_vus(&Segment::FULL), 10);
+        let half = Segment::parse("0:1/2").unwrap();
+        assert_eq!(e.initial_vus(&half), 5);
+        assert_eq!(e.describe().0, "10 looping VUs for 30s");
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let (_, errors) = read::<ConstantVus>(json!({"vus": 0}));
+        assert_eq!(
+            errors,
+            [
+                "scenarios.s.vus: must be a whole number of at least 1, not 0",
+                "scenarios.s.duration: is required (a duration such as \"30s\")",
+                "scenarios.s.duration: must be longer than 0s",
+            ]
+        );
     }
 }

@@ -60,9 +60,52 @@ pub const EXECUTORS: [&str; 6] = [
     "ramping-arrival-rate",
 ];
 
-/// One scenario's executor and its own options.
+/// What every executor is, as k6's `lib.ExecutorConfig` and `lib.Executor`
+/// together: its options (read by [`Executor::parse`], checked by
+/// [`Executor::validate`]), the VUs it needs planned before the run, its
+/// description for the run header, and its run loop. One file per
+/// executor implements it; [`ExecutorConfig`] holds the one a scenario
+/// names.
+pub trait Executor: std::fmt::Debug + Send + Sync {
+    /// Read its own options from a scenario object. Type errors (a
+    /// string where a number goes) are reported to `f`; the value read
+    /// has defaults in their place, so that [`Executor::validate`] can
+    /// still find every other problem.
+    fn parse(f: &mut Fields<'_>) -> Self
+    where
+        Self: Sized;
+
+    /// Every problem with the options read, each as (option, message),
+    /// all at once: a bad configuration is refused with all its mistakes.
+    fn validate(&self) -> Vec<(String, String)>;
+
+    /// VUs initialised before the run starts.
+    fn initial_vus(&self, seg: &Segment) -> u32;
+
+    /// The most VUs this executor may use (arrival-rate executors add VUs
+    /// up to `maxVUs` while running).
+    fn max_vus(&self, seg: &Segment) -> u32;
+
+    /// The longest the scenario runs before its graceful stop.
+    fn max_duration(&self) -> Duration;
+
+    /// For the run header, like k6's: what it does, and details for the
+    /// parenthesis after it ("" for none).
+    fn describe(&self) -> (String, String);
+
+    /// Drive `vus` (the [`Executor::initial_vus`] made before the run)
+    /// until the scenario is done or stopped.
+    fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a>;
+}
+
+/// The future of an executor's run loop.
+pub type BoxFuture<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One scenario's executor and its own options: the six executors, by
+/// name, as plain data (compared and cloned by the configuration's
+/// tests). It dereferences to the [`Executor`] in hand.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Executor {
+pub enum ExecutorConfig {
     SharedIterations(SharedIterations),
     PerVuIterations(PerVuIterations),
     ConstantVus(ConstantVus),
@@ -71,58 +114,35 @@ pub enum Executor {
     RampingArrivalRate(RampingArrivalRate),
 }
 
-/// Dispatch to the executor in hand.
-macro_rules! each {
-    ($self:expr, $e:ident => $body:expr) => {
-        match $self {
-            Executor::SharedIterations($e) => $body,
-            Executor::PerVuIterations($e) => $body,
-            Executor::ConstantVus($e) => $body,
-            Executor::RampingVus($e) => $body,
-            Executor::ConstantArrivalRate($e) => $body,
-            Executor::RampingArrivalRate($e) => $body,
-        }
-    };
-}
-
-impl Executor {
-    /// Read an executor's own options from a scenario object.
-    fn parse(kind: &str, f: &mut Fields<'_>) -> Option<Executor> {
+impl ExecutorConfig {
+    /// Read the executor named `kind` from a scenario object; `None` when
+    /// no executor has that name.
+    fn parse(kind: &str, f: &mut Fields<'_>) -> Option<ExecutorConfig> {
+        use ExecutorConfig as E;
         Some(match kind {
-            "shared-iterations" => Executor::SharedIterations(SharedIterations::parse(f)),
-            "per-vu-iterations" => Executor::PerVuIterations(PerVuIterations::parse(f)),
-            "constant-vus" => Executor::ConstantVus(ConstantVus::parse(f)),
-            "ramping-vus" => Executor::RampingVus(RampingVus::parse(f)),
-            "constant-arrival-rate" => Executor::ConstantArrivalRate(ConstantArrivalRate::parse(f)),
-            "ramping-arrival-rate" => Executor::RampingArrivalRate(RampingArrivalRate::parse(f)),
+            "shared-iterations" => E::SharedIterations(Executor::parse(f)),
+            "per-vu-iterations" => E::PerVuIterations(Executor::parse(f)),
+            "constant-vus" => E::ConstantVus(Executor::parse(f)),
+            "ramping-vus" => E::RampingVus(Executor::parse(f)),
+            "constant-arrival-rate" => E::ConstantArrivalRate(Executor::parse(f)),
+            "ramping-arrival-rate" => E::RampingArrivalRate(Executor::parse(f)),
             _ => return None,
         })
     }
+}
 
-    /// VUs initialised before the run starts.
-    pub fn initial_vus(&self, seg: &Segment) -> u32 {
-        each!(self, e => e.initial_vus(seg))
-    }
+impl std::ops::Deref for ExecutorConfig {
+    type Target = dyn Executor;
 
-    /// The most VUs this executor may use (arrival-rate executors add VUs
-    /// up to `maxVUs` while running).
-    pub fn max_vus(&self, seg: &Segment) -> u32 {
-        each!(self, e => e.max_vus(seg))
-    }
-
-    /// The longest the scenario runs before its graceful stop.
-    pub fn max_duration(&self) -> Duration {
-        each!(self, e => e.max_duration())
-    }
-
-    /// For the run header, like k6's: what it does, and details for the
-    /// parenthesis after it ("" for none).
-    pub fn describe(&self) -> (String, String) {
-        each!(self, e => e.describe())
-    }
-
-    async fn run(&self, scenario: Scenario, vus: Vec<Vu>) {
-        each!(self, e => e.run(scenario, vus).await)
+    fn deref(&self) -> &(dyn Executor + 'static) {
+        match self {
+            ExecutorConfig::SharedIterations(e) => e,
+            ExecutorConfig::PerVuIterations(e) => e,
+            ExecutorConfig::ConstantVus(e) => e,
+            ExecutorConfig::RampingVus(e) => e,
+            ExecutorConfig::ConstantArrivalRate(e) => e,
+            ExecutorConfig::RampingArrivalRate(e) => e,
+        }
     }
 }
 
@@ -130,7 +150,7 @@ impl Executor {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioConfig {
     pub name: String,
-    pub executor: Executor,
+    pub executor: ExecutorConfig,
     pub start_time: Duration,
     pub graceful_stop: Duration,
     /// The test entry point its VUs run.
@@ -163,7 +183,7 @@ impl ScenarioConfig {
         let exec = f.string("exec", "default");
         let env = f.string_map("env");
         let tags = f.string_map("tags");
-        let Some(executor) = Executor::parse(&kind, &mut f) else {
+        let Some(executor) = ExecutorConfig::parse(&kind, &mut f) else {
             let what = if kind.is_empty() {
                 "is required".to_owned()
             } else {
@@ -175,6 +195,9 @@ impl ScenarioConfig {
             );
             return None;
         };
+        for (key, message) in executor.validate() {
+            f.error(&key, message);
+        }
         f.finish(&kind);
         Some(ScenarioConfig {
             name: name.to_owned(),
@@ -448,4 +471,18 @@ pub fn scenario_env(config: &ScenarioConfig) -> HashMap<String, String> {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
+}
+
+/// Read an executor's options as a scenario would, for the executors'
+/// own tests: the executor and every problem found, as the user sees them.
+#[cfg(test)]
+fn read<E: Executor>(options: Value) -> (E, Vec<String>) {
+    let map = options.as_object().cloned().unwrap_or_default();
+    let mut errors = Vec::new();
+    let mut f = Fields::new("scenarios.s".into(), &map, &mut errors);
+    let e = E::parse(&mut f);
+    for (key, message) in e.validate() {
+        f.error(&key, message);
+    }
+    (e, errors)
 }

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::arrival::run_open;
-use super::constant_arrival_rate::check_open_model;
-use super::{Fields, Scenario, Segment, Stage, Vu};
+use super::constant_arrival_rate::open_model_problems;
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Stage, Vu};
 use wload_units::format::{duration_short, number, per_unit};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -20,26 +20,6 @@ pub struct RampingArrivalRate {
 }
 
 impl RampingArrivalRate {
-    pub fn parse(f: &mut Fields<'_>) -> Self {
-        let start_rate = f.non_negative("startRate", 0.0);
-        let time_unit = f.duration("timeUnit", Some(Duration::from_secs(1)));
-        let stages = f.stages("stages");
-        let pre_allocated_vus = f.vus("preAllocatedVUs", None, 0);
-        let max_vus = f.vus("maxVUs", Some(pre_allocated_vus), 0);
-        check_open_model(f, time_unit, pre_allocated_vus, max_vus);
-        let e = RampingArrivalRate {
-            start_rate,
-            time_unit,
-            stages,
-            pre_allocated_vus,
-            max_vus,
-        };
-        if e.max_duration().is_zero() && !e.stages.is_empty() {
-            f.error("stages", "must last longer than 0s in total");
-        }
-        e
-    }
-
     /// When iteration `i` is due: the time at which the number of
     /// iterations the rate has produced since the start exceeds `i`.
     pub fn offset(&self, i: u64) -> Option<Duration> {
@@ -67,20 +47,46 @@ impl RampingArrivalRate {
         }
         None
     }
+}
 
-    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+impl Executor for RampingArrivalRate {
+    fn parse(f: &mut Fields<'_>) -> Self {
+        let start_rate = f.non_negative("startRate", 0.0);
+        let time_unit = f.duration("timeUnit", Some(Duration::from_secs(1)));
+        let stages = f.stages("stages");
+        let pre_allocated_vus = f.vus("preAllocatedVUs", None, 0);
+        let max_vus = f.vus("maxVUs", Some(pre_allocated_vus), 0);
+        RampingArrivalRate {
+            start_rate,
+            time_unit,
+            stages,
+            pre_allocated_vus,
+            max_vus,
+        }
+    }
+
+    fn validate(&self) -> Vec<(String, String)> {
+        let mut problems =
+            open_model_problems(self.time_unit, self.pre_allocated_vus, self.max_vus);
+        if self.max_duration().is_zero() && !self.stages.is_empty() {
+            problems.push(("stages".into(), "must last longer than 0s in total".into()));
+        }
+        problems
+    }
+
+    fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.pre_allocated_vus)
     }
 
-    pub fn max_vus(&self, seg: &Segment) -> u32 {
+    fn max_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.max_vus)
     }
 
-    pub fn max_duration(&self) -> Duration {
+    fn max_duration(&self) -> Duration {
         self.stages.iter().map(|s| s.duration).sum()
     }
 
-    pub fn describe(&self) -> (String, String) {
+    fn describe(&self) -> (String, String) {
         let peak = self
             .stages
             .iter()
@@ -98,10 +104,12 @@ impl RampingArrivalRate {
         )
     }
 
-    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
+    fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
         let max = self.max_vus(&sc.segment);
         let plan = self.clone();
-        run_open(sc, vus, self.max_duration(), max, move |i| plan.offset(i)).await;
+        Box::pin(run_open(sc, vus, self.max_duration(), max, move |i| {
+            plan.offset(i)
+        }))
     }
 }
 

@@ -11,8 +11,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::{
-    DEFAULT_GRACEFUL_STOP, Fields, HardStop, Outcome, Scenario, Segment, Stage, Vu, iterate,
-    join_all,
+    BoxFuture, DEFAULT_GRACEFUL_STOP, Executor, Fields, HardStop, Outcome, Scenario, Segment,
+    Stage, Vu, iterate, join_all,
 };
 use wload_units::format::duration_short;
 
@@ -27,26 +27,6 @@ pub struct RampingVus {
 const TICK: Duration = Duration::from_millis(5);
 
 impl RampingVus {
-    pub fn parse(f: &mut Fields<'_>) -> Self {
-        let e = RampingVus {
-            start_vus: f.vus("startVUs", Some(1), 0),
-            stages: f.stages("stages"),
-            graceful_ramp_down: f.duration("gracefulRampDown", Some(DEFAULT_GRACEFUL_STOP)),
-        };
-        for (i, s) in e.stages.iter().enumerate() {
-            if s.target.fract() != 0.0 || s.target > f64::from(u32::MAX) {
-                f.error(
-                    &format!("stages[{i}].target"),
-                    "must be a whole number of VUs",
-                );
-            }
-        }
-        if e.max_duration().is_zero() && !e.stages.is_empty() {
-            f.error("stages", "must last longer than 0s in total");
-        }
-        e
-    }
-
     /// VUs the plan asks for `t` after the start (before segmenting).
     /// Within a stage from `a` to `b` over `d` the count steps by one at
     /// each `d / |b - a|`, as in k6.
@@ -75,20 +55,46 @@ impl RampingVus {
             .max()
             .unwrap_or(0)
     }
+}
 
-    pub fn initial_vus(&self, seg: &Segment) -> u32 {
+impl Executor for RampingVus {
+    fn parse(f: &mut Fields<'_>) -> Self {
+        RampingVus {
+            start_vus: f.vus("startVUs", Some(1), 0),
+            stages: f.stages("stages"),
+            graceful_ramp_down: f.duration("gracefulRampDown", Some(DEFAULT_GRACEFUL_STOP)),
+        }
+    }
+
+    fn validate(&self) -> Vec<(String, String)> {
+        let mut problems = Vec::new();
+        for (i, s) in self.stages.iter().enumerate() {
+            if s.target.fract() != 0.0 || s.target > f64::from(u32::MAX) {
+                problems.push((
+                    format!("stages[{i}].target"),
+                    "must be a whole number of VUs".into(),
+                ));
+            }
+        }
+        if self.max_duration().is_zero() && !self.stages.is_empty() {
+            problems.push(("stages".into(), "must last longer than 0s in total".into()));
+        }
+        problems
+    }
+
+    fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.peak())
     }
 
-    pub fn max_vus(&self, seg: &Segment) -> u32 {
+    fn max_vus(&self, seg: &Segment) -> u32 {
         self.initial_vus(seg)
     }
 
-    pub fn max_duration(&self) -> Duration {
+    fn max_duration(&self) -> Duration {
         self.stages.iter().map(|s| s.duration).sum()
     }
 
-    pub fn describe(&self) -> (String, String) {
+    fn describe(&self) -> (String, String) {
         (
             format!(
                 "Up to {} looping VUs for {} over {} stages",
@@ -103,40 +109,43 @@ impl RampingVus {
         )
     }
 
-    pub async fn run(&self, sc: Scenario, vus: Vec<Vu>) {
-        let total = self.max_duration();
-        let timer = sc.schedule_stop(total);
-        let seg = sc.segment;
-        let (target_tx, target_rx) = watch::channel(seg.scale_vus(self.planned(Duration::ZERO)));
-        let sc = Arc::new(sc);
-        let mut tasks = tokio::task::JoinSet::new();
-        for (index, vu) in vus.into_iter().enumerate() {
-            tasks.spawn(ramped_vu(
-                vu,
-                index as u32,
-                sc.clone(),
-                target_rx.clone(),
-                self.graceful_ramp_down,
-            ));
-        }
-        let started = Instant::now();
-        let plan = self.clone();
-        let controller = tokio::spawn(async move {
-            loop {
-                let t = started.elapsed();
-                target_tx.send_if_modified(|v| {
-                    let want = seg.scale_vus(plan.planned(t));
-                    std::mem::replace(v, want) != want
-                });
-                if t >= total {
-                    break;
-                }
-                tokio::time::sleep(TICK).await;
+    fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
+        Box::pin(async move {
+            let total = self.max_duration();
+            let timer = sc.schedule_stop(total);
+            let seg = sc.segment;
+            let (target_tx, target_rx) =
+                watch::channel(seg.scale_vus(self.planned(Duration::ZERO)));
+            let sc = Arc::new(sc);
+            let mut tasks = tokio::task::JoinSet::new();
+            for (index, vu) in vus.into_iter().enumerate() {
+                tasks.spawn(ramped_vu(
+                    vu,
+                    index as u32,
+                    sc.clone(),
+                    target_rx.clone(),
+                    self.graceful_ramp_down,
+                ));
             }
-        });
-        join_all(&mut tasks, &sc.run).await;
-        controller.abort();
-        timer.abort();
+            let started = Instant::now();
+            let plan = self.clone();
+            let controller = tokio::spawn(async move {
+                loop {
+                    let t = started.elapsed();
+                    target_tx.send_if_modified(|v| {
+                        let want = seg.scale_vus(plan.planned(t));
+                        std::mem::replace(v, want) != want
+                    });
+                    if t >= total {
+                        break;
+                    }
+                    tokio::time::sleep(TICK).await;
+                }
+            });
+            join_all(&mut tasks, &sc.run).await;
+            controller.abort();
+            timer.abort();
+        })
     }
 }
 
