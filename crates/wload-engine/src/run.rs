@@ -1,7 +1,8 @@
 //! One test run, start to finish: load and check the test, read its
 //! options, plan the executor, run setup, start the VUs, drive them, run
 //! teardown, and produce the report. The CLI fills in [`RunOptions`] and
-//! prints what comes back; everything in between happens here.
+//! prints what comes back; everything in between happens here, one
+//! function per stage, in the order [`run`] calls them.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
+use wasmtime::Store;
 use wload_http::{BodyPool, Client, ClientConfig};
 use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
@@ -27,9 +29,9 @@ use crate::component::{Cache, CompiledTest};
 use crate::config;
 use crate::executor::vu::explain_trap;
 use crate::executor::{
-    self, Outcome, RunControl, Scenario, ScenarioConfig, Segment, StopSignal, VuFactory,
+    self, Outcome, RunControl, Scenario, ScenarioConfig, Segment, StopSignal, Vu, VuFactory,
 };
-use crate::host::{self, RunShared, VuScenario, VuState};
+use crate::host::{self, RunShared, Test, VuScenario, VuState};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
 
 /// Exit codes, shared with k6 where k6 has one.
@@ -62,6 +64,14 @@ impl std::error::Error for ExitError {}
 fn script_error(message: String) -> anyhow::Error {
     ExitError {
         code: exit::SCRIPT_ERROR,
+        message,
+    }
+    .into()
+}
+
+fn invalid_config(message: String) -> anyhow::Error {
+    ExitError {
+        code: exit::INVALID_CONFIG,
         message,
     }
     .into()
@@ -120,132 +130,16 @@ pub struct RunOutcome {
     pub vu_start: Duration,
 }
 
-/// Run a test.
+/// Run a test: each stage below in turn, any failure ending the run with
+/// its message (and, for [`ExitError`]s, its exit code).
 pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
-    let name = opts.test.name();
     let probe = Sandbox::probe(opts.limits)?;
     let _probe_ticker = probe.start_ticker();
-    let compiled = match &opts.test {
-        TestSource::File(path) => CompiledTest::load(&probe.engine, path, &opts.cache)?,
-        TestSource::Embedded { name, bytes } => CompiledTest::from_bytes(
-            &probe.engine,
-            std::path::Path::new(name),
-            bytes,
-            &opts.cache,
-        )?,
-    };
-    let file_options = match &opts.config_file {
-        Some(path) => config::file_layer(path)?,
-        None => Map::new(),
-    };
-
-    let registry = Arc::new(Registry::new());
-    let recorder = Arc::new(Recorder::new(registry));
-    let make_shared = |run_tags: TagSet, client: Arc<Client>| {
-        Arc::new(RunShared {
-            recorder: recorder.clone(),
-            client,
-            env: opts.env.clone(),
-            setup_data: OnceLock::new(),
-            run_tags,
-        })
-    };
-
-    // The setup/teardown instance also answers options() and functions().
-    let pre = compiled.instance_pre(&probe.engine)?;
-    let setup_scenario = VuScenario::new("setup", HashMap::new(), [], &TagSet::empty());
-    let mut store = host::new_store(
-        &probe.engine,
-        VuState::new(
-            // options() runs before the options are known: default client.
-            make_shared(
-                TagSet::empty(),
-                Arc::new(Client::new(ClientConfig::default(), BodyPool::new(1))?),
-            ),
-            &probe,
-            0,
-            setup_scenario,
-        ),
-    );
-    let test = pre
-        .instantiate_async(&mut store)
-        .await
-        .anyhow()
-        .context("cannot instantiate the test")?;
-    let options_json = test
-        .call_options(&mut store)
-        .await
-        .anyhow()
-        .context("the test's options() failed")?;
-    let test_options = config::test_layer(&options_json)?;
-    let merged = config::merge(&[
-        &test_options,
-        &file_options,
-        &opts.env_options,
-        &opts.cli_options,
-    ]);
-    let options = config::resolve(&merged).map_err(|errors| {
-        let n = errors.len();
-        let message = format!(
-            "invalid options ({n} problem{}):\n  {}",
-            if n == 1 { "" } else { "s" },
-            errors.join("\n  ")
-        );
-        anyhow::Error::from(ExitError {
-            code: exit::INVALID_CONFIG,
-            message,
-        })
-    })?;
-    let problems = threshold::check_known(&options.thresholds, recorder.registry());
-    if !problems.is_empty() {
-        return Err(ExitError {
-            code: exit::INVALID_CONFIG,
-            message: format!("invalid options: {}", problems.join("; ")),
-        }
-        .into());
-    }
-    for key in &options.unsupported {
-        eprintln!(
-            "WARN option {key:?} is not supported by this version of wload and has no effect"
-        );
-    }
-    let functions = test
-        .call_functions(&mut store)
-        .await
-        .anyhow()
-        .context("the test's functions() failed")?;
-    let missing: Vec<String> = options
-        .scenarios
-        .iter()
-        .filter(|s| !functions.contains(&s.exec))
-        .map(|s| {
-            format!(
-                "scenarios.{}.exec: the test has no entry point {:?}",
-                s.name, s.exec
-            )
-        })
-        .collect();
-    if !missing.is_empty() {
-        return Err(ExitError {
-            code: exit::INVALID_CONFIG,
-            message: format!(
-                "invalid options: {}; it exports {}",
-                missing.join("; "),
-                functions.join(", ")
-            ),
-        }
-        .into());
-    }
-
-    // The run's tags and client settings, now known, apply from here on.
-    let mut http = opts.http.clone();
-    options.http.apply(&mut http);
-    let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
-    let shared = make_shared(
-        TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-        client,
-    );
-    store.data_mut().shared = shared.clone();
+    let compiled = load(&opts, &probe)?;
+    let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
+    let mut test = ProbeInstance::start(&opts, &probe, &compiled, &recorder).await?;
+    let options = test.options(&opts, &recorder).await?;
+    test.apply_run_options(&opts, &options)?;
     let seg = opts.segment;
     let max_vus: u32 = options
         .scenarios
@@ -255,42 +149,259 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     check_process_limits(u64::from(max_vus))?;
 
     let ctl = RunControl::new(probe.hard_stop.clone());
-    let mut exit_code = 0u8;
-    let interrupt = tokio::spawn(watch_ctrl_c(ctl.clone()));
-
-    // setup
-    match tokio::time::timeout(options.setup_timeout, test.call_setup(&mut store)).await {
-        Ok(Ok(Ok(data))) => {
-            let _ = shared.setup_data.set(data);
-        }
-        Ok(Ok(Err(message))) => return Err(script_error(format!("setup failed: {message}"))),
-        Ok(Err(trap)) => {
-            let why = describe(explain_trap(store.data_mut(), &trap));
-            return Err(script_error(format!("setup failed: {why}")));
-        }
-        Err(_) => {
-            return Err(script_error(format!(
-                "setup did not finish within {} (setupTimeout)",
-                format::duration_short(options.setup_timeout)
-            )));
-        }
-    }
+    // Aborted on every way out of this function, early returns included.
+    let interrupt = Watcher(tokio::spawn(watch_ctrl_c(ctl.clone())));
+    test.setup(options.setup_timeout).await?;
 
     // VUs: the pre-allocated ones are instantiated before the clock starts.
     let pool = Sandbox::pooled(opts.limits, max_vus + 1, compiled.needs)?
         .with_hard_stop(probe.hard_stop.clone());
     let _pool_ticker = pool.start_ticker();
+    let init = Instant::now();
+    let prepared = prepare_scenarios(&options, &compiled, &pool, &test.shared, &seg).await?;
+    let vu_start = init.elapsed();
+    recorder.record(&untagged(), &[(Builtin::VusMax.id(), f64::from(max_vus))]);
+    if !opts.quiet {
+        let initial_vus: usize = prepared.iter().map(|p| p.vus.len()).sum();
+        eprintln!("{}", header(&opts.test.name(), &options, max_vus, &seg));
+        eprintln!(
+            "  initialized {initial_vus} VUs in {}\n",
+            format::millis(vu_start.as_secs_f64() * 1e3)
+        );
+    }
+
+    let (elapsed, live) = drive(&opts, &options, prepared, &recorder, &ctl, max_vus).await?;
+
+    // teardown: runs even after Ctrl-C, unless the run was hard-stopped.
+    let mut exit_code = 0u8;
+    if !ctl.hard_stopped()
+        && let Some(message) = test.teardown(options.teardown_timeout).await
+    {
+        eprintln!("ERROR teardown failed: {message}");
+        exit_code = exit::SCRIPT_ERROR;
+    }
+    drop(interrupt);
+    // The last interval (teardown included) goes to the outputs too.
+    live.finish()?;
+    if ctl.aborted.load(Ordering::Relaxed) {
+        exit_code = exit::ABORTED;
+    }
+    let report = report(&options, &recorder, &ctl, elapsed);
+    if report.thresholds.iter().any(|o| !o.verdict.ok) && exit_code == 0 {
+        exit_code = exit::THRESHOLDS_FAILED;
+    }
+    Ok(RunOutcome {
+        report,
+        exit_code,
+        vu_start,
+    })
+}
+
+/// Load the test and compile it (or take it from the cache).
+fn load(opts: &RunOptions, probe: &Sandbox) -> Result<CompiledTest> {
+    match &opts.test {
+        TestSource::File(path) => CompiledTest::load(&probe.engine, path, &opts.cache),
+        TestSource::Embedded { name, bytes } => CompiledTest::from_bytes(
+            &probe.engine,
+            std::path::Path::new(name),
+            bytes,
+            &opts.cache,
+        ),
+    }
+}
+
+/// The test's instance on the probe engine: it answers `options()` and
+/// `functions()`, and runs setup and teardown.
+struct ProbeInstance {
+    store: Store<VuState>,
+    test: Test,
+    /// What every VU shares; the run's client and tags once the options
+    /// are known.
+    shared: Arc<RunShared>,
+}
+
+/// State every VU of the run shares, with `run_tags` and `client`.
+fn run_shared(
+    opts: &RunOptions,
+    recorder: &Arc<Recorder>,
+    run_tags: TagSet,
+    client: Arc<Client>,
+) -> Arc<RunShared> {
+    Arc::new(RunShared {
+        recorder: recorder.clone(),
+        client,
+        env: opts.env.clone(),
+        setup_data: OnceLock::new(),
+        run_tags,
+    })
+}
+
+impl ProbeInstance {
+    async fn start(
+        opts: &RunOptions,
+        probe: &Sandbox,
+        compiled: &CompiledTest,
+        recorder: &Arc<Recorder>,
+    ) -> Result<ProbeInstance> {
+        let pre = compiled.instance_pre(&probe.engine)?;
+        let setup_scenario = VuScenario::new("setup", HashMap::new(), [], &TagSet::empty());
+        // options() runs before the options are known: default client.
+        let shared = run_shared(
+            opts,
+            recorder,
+            TagSet::empty(),
+            Arc::new(Client::new(ClientConfig::default(), BodyPool::new(1))?),
+        );
+        let mut store = host::new_store(
+            &probe.engine,
+            VuState::new(shared.clone(), probe, 0, setup_scenario),
+        );
+        let test = pre
+            .instantiate_async(&mut store)
+            .await
+            .anyhow()
+            .context("cannot instantiate the test")?;
+        Ok(ProbeInstance {
+            store,
+            test,
+            shared,
+        })
+    }
+
+    /// The run's options: the test's own, the config file's, `WLOAD_*`
+    /// and the flags, merged in that order of precedence and checked
+    /// against the test (its metrics and entry points).
+    async fn options(&mut self, opts: &RunOptions, recorder: &Recorder) -> Result<config::Options> {
+        let file_options = match &opts.config_file {
+            Some(path) => config::file_layer(path)?,
+            None => Map::new(),
+        };
+        let options_json = self
+            .test
+            .call_options(&mut self.store)
+            .await
+            .anyhow()
+            .context("the test's options() failed")?;
+        let test_options = config::test_layer(&options_json)?;
+        let merged = config::merge(&[
+            &test_options,
+            &file_options,
+            &opts.env_options,
+            &opts.cli_options,
+        ]);
+        let options = config::resolve(&merged).map_err(|errors| {
+            let n = errors.len();
+            invalid_config(format!(
+                "invalid options ({n} problem{}):\n  {}",
+                if n == 1 { "" } else { "s" },
+                errors.join("\n  ")
+            ))
+        })?;
+        let problems = threshold::check_known(&options.thresholds, recorder.registry());
+        if !problems.is_empty() {
+            return Err(invalid_config(format!(
+                "invalid options: {}",
+                problems.join("; ")
+            )));
+        }
+        for key in &options.unsupported {
+            eprintln!(
+                "WARN option {key:?} is not supported by this version of wload and has no effect"
+            );
+        }
+        let functions = self
+            .test
+            .call_functions(&mut self.store)
+            .await
+            .anyhow()
+            .context("the test's functions() failed")?;
+        let missing: Vec<String> = options
+            .scenarios
+            .iter()
+            .filter(|s| !functions.contains(&s.exec))
+            .map(|s| {
+                format!(
+                    "scenarios.{}.exec: the test has no entry point {:?}",
+                    s.name, s.exec
+                )
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err(invalid_config(format!(
+                "invalid options: {}; it exports {}",
+                missing.join("; "),
+                functions.join(", ")
+            )));
+        }
+        Ok(options)
+    }
+
+    /// The run's tags and client settings, now known, apply from here on.
+    fn apply_run_options(&mut self, opts: &RunOptions, options: &config::Options) -> Result<()> {
+        let mut http = opts.http.clone();
+        options.http.apply(&mut http);
+        let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
+        let run_tags = TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        self.shared = run_shared(opts, &self.shared.recorder, run_tags, client);
+        self.store.data_mut().shared = self.shared.clone();
+        Ok(())
+    }
+
+    /// Run the test's setup; what it returns goes to every VU.
+    async fn setup(&mut self, timeout: Duration) -> Result<()> {
+        match tokio::time::timeout(timeout, self.test.call_setup(&mut self.store)).await {
+            Ok(Ok(Ok(data))) => {
+                let _ = self.shared.setup_data.set(data);
+                Ok(())
+            }
+            Ok(Ok(Err(message))) => Err(script_error(format!("setup failed: {message}"))),
+            Ok(Err(trap)) => {
+                let why = describe(explain_trap(self.store.data_mut(), &trap));
+                Err(script_error(format!("setup failed: {why}")))
+            }
+            Err(_) => Err(script_error(format!(
+                "setup did not finish within {} (setupTimeout)",
+                format::duration_short(timeout)
+            ))),
+        }
+    }
+
+    /// Run the test's teardown; why it failed, if it did.
+    async fn teardown(&mut self, timeout: Duration) -> Option<String> {
+        self.store.data_mut().running_since = Instant::now();
+        match tokio::time::timeout(timeout, self.test.call_teardown(&mut self.store)).await {
+            Ok(Ok(Ok(()))) => None,
+            Ok(Ok(Err(message))) => Some(message),
+            Ok(Err(trap)) => Some(describe(explain_trap(self.store.data_mut(), &trap))),
+            Err(_) => Some(format!(
+                "did not finish within {} (teardownTimeout)",
+                format::duration_short(timeout)
+            )),
+        }
+    }
+}
+
+/// One scenario ready to run: its VU factory, its pre-allocated VUs, and
+/// its count of active VUs for the progress display.
+struct PreparedScenario {
+    config: ScenarioConfig,
+    factory: VuFactory,
+    vus: Vec<Vu>,
+    active_vus: Arc<AtomicU32>,
+}
+
+/// Instantiate every scenario's pre-allocated VUs on the pooled engine.
+async fn prepare_scenarios(
+    options: &config::Options,
+    compiled: &CompiledTest,
+    pool: &Sandbox,
+    shared: &Arc<RunShared>,
+    seg: &Segment,
+) -> Result<Vec<PreparedScenario>> {
     let vu_pre = Arc::new(compiled.instance_pre(&pool.engine)?);
     let next_id = Arc::new(AtomicU32::new(1));
-    let init = Instant::now();
     let mut prepared = Vec::with_capacity(options.scenarios.len());
-    let mut bars = Vec::with_capacity(options.scenarios.len());
     for config in &options.scenarios {
-        let active_vus = Arc::new(AtomicU32::new(0));
-        bars.push(ScenarioProgress::new(
-            &config.plan(&seg),
-            active_vus.clone(),
-        ));
         let factory = VuFactory {
             pre: vu_pre.clone(),
             sandbox: pool.clone(),
@@ -304,54 +415,60 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             exec: config.exec.clone(),
             next_id: next_id.clone(),
         };
-        let initial = config.executor.initial_vus(&seg);
+        let initial = config.executor.initial_vus(seg);
         let mut vus = Vec::with_capacity(initial as usize);
         for _ in 0..initial {
             vus.push(factory.create().await?);
         }
-        prepared.push((config.clone(), factory, vus, active_vus));
+        prepared.push(PreparedScenario {
+            config: config.clone(),
+            factory,
+            vus,
+            active_vus: Arc::new(AtomicU32::new(0)),
+        });
     }
-    let vu_start = init.elapsed();
-    let initial_vus: usize = prepared.iter().map(|(_, _, v, _)| v.len()).sum();
-    let untagged = untagged();
-    recorder.record(&untagged, &[(Builtin::VusMax.id(), f64::from(max_vus))]);
+    Ok(prepared)
+}
 
+/// The run header, like k6's: the test, its scenarios and their plans.
+fn header(test: &str, options: &config::Options, max_vus: u32, seg: &Segment) -> String {
     let total = options
         .scenarios
         .iter()
         .map(ScenarioConfig::end)
         .max()
         .unwrap_or_default();
-    if !opts.quiet {
-        eprintln!(
-            "{}",
-            progress::header(
-                &name,
-                &options
-                    .scenarios
-                    .iter()
-                    .map(|s| s.plan(&seg))
-                    .collect::<Vec<_>>(),
-                max_vus,
-                total,
-                (!seg.is_full()).then(|| seg.to_string()).as_deref(),
-            )
-        );
-        eprintln!(
-            "  initialized {initial_vus} VUs in {}\n",
-            format::millis(vu_start.as_secs_f64() * 1e3)
-        );
-    }
+    let plans: Vec<_> = options.scenarios.iter().map(|s| s.plan(seg)).collect();
+    let segment = (!seg.is_full()).then(|| seg.to_string());
+    progress::header(test, &plans, max_vus, total, segment.as_deref())
+}
+
+/// Start the clock, the outputs and the progress display, run every
+/// scenario to its end, and return how long that took, with the
+/// aggregation thread still running (teardown's samples go to it too).
+async fn drive(
+    opts: &RunOptions,
+    options: &config::Options,
+    prepared: Vec<PreparedScenario>,
+    recorder: &Arc<Recorder>,
+    ctl: &Arc<RunControl>,
+    max_vus: u32,
+) -> Result<(Duration, Live)> {
+    let seg = opts.segment;
     let run_for = options
         .scenarios
         .iter()
         .map(|s| s.start_time + s.executor.max_duration())
         .max()
         .unwrap_or_default();
-    let trace_task = std::env::var_os("WLOAD_VUS_TRACE")
-        .map(|path| tokio::spawn(trace_vus(ctl.clone(), path.into())));
+    let _trace = std::env::var_os("WLOAD_VUS_TRACE")
+        .map(|path| Watcher(tokio::spawn(trace_vus(ctl.clone(), path.into()))));
     let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
     let started = Instant::now();
+    let bars = prepared
+        .iter()
+        .map(|p| ScenarioProgress::new(&p.config.plan(&seg), p.active_vus.clone()))
+        .collect();
     let display = Display::new(ctl.clone(), bars, started, run_for, max_vus, opts.quiet);
     let live = Live::start(
         recorder.clone(),
@@ -360,66 +477,42 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         display,
         opts.out_interval,
     )?;
-    let abort_task = options.thresholds.iter().any(|t| t.abort_on_fail).then(|| {
-        tokio::spawn(watch_thresholds(
+    let _abort_on_fail = options.thresholds.iter().any(|t| t.abort_on_fail).then(|| {
+        Watcher(tokio::spawn(watch_thresholds(
             options.thresholds.clone(),
             recorder.clone(),
             ctl.clone(),
             started,
-        ))
+        )))
     });
     let mut scenarios = tokio::task::JoinSet::new();
-    for (config, factory, vus, active_vus) in prepared {
+    for p in prepared {
         let scenario = Scenario {
-            factory,
+            factory: p.factory,
             run: ctl.clone(),
             stop: Arc::new(StopSignal::default()),
-            graceful_stop: config.graceful_stop,
+            graceful_stop: p.config.graceful_stop,
             segment: seg,
-            active_vus,
+            active_vus: p.active_vus,
         };
+        let (config, vus) = (p.config, p.vus);
         scenarios.spawn(async move { executor::run_scenario(&config, scenario, vus).await });
     }
-    executor::join_all(&mut scenarios, &ctl).await;
-    let elapsed = started.elapsed();
-    for task in [trace_task, abort_task].into_iter().flatten() {
-        task.abort();
-    }
+    executor::join_all(&mut scenarios, ctl).await;
+    Ok((started.elapsed(), live))
+}
 
-    // teardown: runs even after Ctrl-C, unless the run was hard-stopped.
-    if !ctl.hard_stopped() {
-        store.data_mut().running_since = Instant::now();
-        let outcome =
-            match tokio::time::timeout(options.teardown_timeout, test.call_teardown(&mut store))
-                .await
-            {
-                Ok(Ok(Ok(()))) => None,
-                Ok(Ok(Err(message))) => Some(message),
-                Ok(Err(trap)) => Some(describe(explain_trap(store.data_mut(), &trap))),
-                Err(_) => Some(format!(
-                    "did not finish within {} (teardownTimeout)",
-                    format::duration_short(options.teardown_timeout)
-                )),
-            };
-        if let Some(message) = outcome {
-            eprintln!("ERROR teardown failed: {message}");
-            exit_code = exit::SCRIPT_ERROR;
-        }
-    }
-    interrupt.abort();
-    // The last interval (teardown included) goes to the outputs too.
-    live.finish()?;
-    if ctl.aborted.load(Ordering::Relaxed) {
-        exit_code = exit::ABORTED;
-    }
-
+/// The report of a finished run, thresholds evaluated.
+fn report(
+    options: &config::Options,
+    recorder: &Recorder,
+    ctl: &RunControl,
+    elapsed: Duration,
+) -> Report {
     let snapshot = recorder.snapshot();
     let thresholds =
         threshold::evaluate_all(&options.thresholds, &snapshot, recorder.registry(), elapsed);
-    if thresholds.iter().any(|o| !o.verdict.ok) && exit_code == 0 {
-        exit_code = exit::THRESHOLDS_FAILED;
-    }
-    let report = Report {
+    Report {
         snapshot,
         metrics: recorder.registry().all(),
         elapsed,
@@ -427,12 +520,17 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
         thresholds,
         trend_stats: options.trend_stats.clone(),
-    };
-    Ok(RunOutcome {
-        report,
-        exit_code,
-        vu_start,
-    })
+    }
+}
+
+/// A task watching the run (Ctrl-C, thresholds, the VU trace), aborted
+/// when dropped: whichever way a run ends, nothing it started outlives it.
+struct Watcher(tokio::task::JoinHandle<()>);
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 fn describe(outcome: Outcome) -> String {
