@@ -14,7 +14,6 @@ use super::dns::Resolver;
 use super::error::{ErrorCode, HttpError};
 use super::pool::BodyPool;
 use super::redirect;
-use super::target::Target;
 use super::tls::{TlsOptions, client_config};
 use super::vu::VuConnections;
 use super::{BodyMode, HttpResponse};
@@ -134,12 +133,13 @@ impl Client {
         spec: RequestSpec,
         out: &mut HttpResponse,
     ) {
-        self.send_gated(conns, spec, None, out).await
+        self.follow_redirects(conns, spec, None, out).await
     }
 
-    /// [`Client::send_into`], the first hop holding `gate` while it
-    /// connects.
-    async fn send_gated(
+    /// Send hop after hop while the responses redirect (up to the
+    /// request's or the client's limit), keeping every hop's response;
+    /// the first hop holds `gate` while it connects.
+    async fn follow_redirects(
         &self,
         conns: &VuConnections,
         spec: RequestSpec,
@@ -158,8 +158,7 @@ impl Client {
                     return;
                 }
             };
-            self.send_once(conns, &target, &spec, gate.take(), resp)
-                .await;
+            self.hop(conns, &target, &spec, gate.take(), resp).await;
             let next = (resp.error.is_none()
                 && redirect::is_redirect(resp.status)
                 && (hops.len() as u32) < max)
@@ -207,33 +206,6 @@ impl Client {
     fn finish(&self, spec: &RequestSpec, resp: &mut HttpResponse, hops: Vec<HttpResponse>) {
         self.finish_hop(spec, resp);
         resp.hops = hops;
-    }
-
-    /// One exchange with the cookies of the jar, storing the cookies the
-    /// response sets.
-    pub(super) async fn send_once(
-        &self,
-        conns: &VuConnections,
-        target: &Target,
-        spec: &RequestSpec,
-        gate: Option<Arc<tokio::sync::Mutex<()>>>,
-        resp: &mut HttpResponse,
-    ) {
-        let cookie = conns.with_jar(|jar| {
-            (!jar.is_empty())
-                .then(|| jar.header_for(target.tls, &target.host, target.path.path()))
-                .flatten()
-        });
-        self.perform(conns, target, spec, cookie, gate, resp).await;
-        if resp.headers.contains("set-cookie") {
-            conns.with_jar(|jar| {
-                for value in resp.headers.get_all("set-cookie") {
-                    if let Ok(v) = std::str::from_utf8(value) {
-                        jar.store_header(&target.host, target.path.path(), v);
-                    }
-                }
-            });
-        }
     }
 
     /// Send `specs` in parallel, at most `batch` at once and
@@ -304,7 +276,7 @@ impl Client {
             .then(|| conns.gate(key))
             .flatten();
         let mut out = super::empty_response("", "");
-        self.send_gated(conns, spec, gate, &mut out).await;
+        self.follow_redirects(conns, spec, gate, &mut out).await;
         out
     }
 }

@@ -1,6 +1,14 @@
-//! One timed request/response exchange: getting a connection (reused, or
-//! resolved, dialled and handshaken), writing the request, and reading the
-//! response into a pooled buffer, all under the request's timeout.
+//! One hop of a request: its cookies, its timeout, and the exchange on a
+//! connection (reused, or resolved, dialled and handshaken): writing the
+//! request and reading the response into a pooled buffer.
+//!
+//! The request path, top down, each step named for what it adds:
+//! [`Client::send_into`] (the entry point) → `follow_redirects` (the
+//! redirect loop, in `client.rs`) → [`Client::hop`] (cookies, timeout,
+//! keep-alive) → `exchange` (a connection, the one retry on a closed
+//! one) → HTTP/1.1 or `exchange_h2` → [`h1::H1Conn::exchange`] (the
+//! wire). The response is filled in where the caller keeps it, so it is
+//! never moved up through these frames.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -26,23 +34,24 @@ use super::vu::VuConnections;
 use super::{BodyMode, Headers, HttpResponse, Timings};
 
 impl Client {
-    /// The timed exchange into `resp`, under the request's timeout. Puts
-    /// the connection back into `conns` when it can be reused.
-    pub(super) async fn perform(
+    /// One hop of a request to `target`: the cookies of the VU's jar go
+    /// out with it, the exchange runs under the request's timeout, the
+    /// connection goes back to `conns` when it can be reused, and the
+    /// cookies the response sets go into the jar.
+    pub(super) async fn hop(
         &self,
         conns: &VuConnections,
         target: &Target,
         spec: &RequestSpec,
-        cookie: Option<String>,
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
         resp: &mut HttpResponse,
     ) {
-        let timeout = spec.timeout.unwrap_or(self.config.timeout);
-        let mode = spec.body_mode.unwrap_or(if self.config.discard_bodies {
-            BodyMode::Discard
-        } else {
-            BodyMode::Keep
+        let cookie = conns.with_jar(|jar| {
+            (!jar.is_empty())
+                .then(|| jar.header_for(target.tls, &target.host, target.path.path()))
+                .flatten()
         });
+        let timeout = spec.timeout.unwrap_or(self.config.timeout);
         // The caller, who owns the request, fills in its method and URL.
         let method = match check_request(spec) {
             Ok(m) => m,
@@ -55,45 +64,29 @@ impl Client {
             spec,
             method: &method,
             cookie: cookie.as_deref(),
+            mode: spec.body_mode.unwrap_or(if self.config.discard_bodies {
+                BodyMode::Discard
+            } else {
+                BodyMode::Keep
+            }),
+            started: now_ns(),
         };
-        let started = now_ns();
-        let mut conn_out = None;
-        let outcome = tokio::time::timeout(
-            timeout,
-            self.exchange(
-                conns,
-                target,
-                gate,
-                &request,
-                mode,
-                started,
-                resp,
-                &mut conn_out,
-            ),
-        )
-        .await;
-        if outcome.is_err() {
-            let t = &mut resp.timings;
-            t.duration = now_ns()
-                .saturating_sub(started)
-                .saturating_sub(t.blocked + t.connecting + t.tls_handshaking);
-            resp.status = 0;
-            resp.headers.clear();
-            resp.body = None;
-            resp.error = Some(HttpError::new(
-                ErrorCode::RequestTimeout,
-                format!(
-                    "request timeout: no complete response within {:.3}s",
-                    timeout.as_secs_f64()
-                ),
-            ));
-            // A connection with a request half done cannot be reused.
-            conn_out = None;
-        }
-        if let Some(conn) = conn_out
-            && !self.config.no_connection_reuse
+        match tokio::time::timeout(timeout, self.exchange(conns, target, gate, &request, resp))
+            .await
         {
-            conns.put(&target.key, conn);
+            Ok(Some(conn)) if !self.config.no_connection_reuse => conns.put(&target.key, conn),
+            Ok(_) => {}
+            // A connection with a request half done is dropped.
+            Err(_) => timed_out(resp, request.started, timeout),
+        }
+        if resp.headers.contains("set-cookie") {
+            conns.with_jar(|jar| {
+                for value in resp.headers.get_all("set-cookie") {
+                    if let Ok(v) = std::str::from_utf8(value) {
+                        jar.store_header(&target.host, target.path.path(), v);
+                    }
+                }
+            });
         }
     }
 
@@ -132,18 +125,16 @@ impl Client {
         out
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The request on a connection of `conns` (or a new one) into `resp`;
+    /// returns the connection when it can carry another request.
     async fn exchange(
         &self,
         conns: &VuConnections,
         target: &Target,
         gate: Option<Arc<tokio::sync::Mutex<()>>>,
         request: &Request<'_>,
-        mode: BodyMode,
-        t0: u64,
         resp: &mut HttpResponse,
-        conn_out: &mut Option<Conn>,
-    ) {
+    ) -> Option<Conn> {
         let outgoing = h1::Outgoing {
             method: request.method,
             target: target.path.path_and_query().map_or("/", |p| p.as_str()),
@@ -168,60 +159,34 @@ impl Client {
         // idle; then the request comes back unsent and goes out once more
         // on a fresh connection.
         for attempt in 0..2 {
-            let ready = match idle.take() {
-                Some(mut c) => ready(&mut c).await.then_some(c),
-                None => None,
-            };
-            // A reused connection sends at once: one clock read for both.
-            let mut reused_at = None;
-            let mut conn = match ready {
-                Some(c) => {
-                    let now = now_ns();
-                    resp.timings.blocked = now - t0;
-                    reused_at = Some(now);
-                    c
+            let (mut conn, reused_at) = match self
+                .connection(
+                    conns,
+                    target,
+                    idle.take(),
+                    request.started,
+                    &mut resp.timings,
+                )
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    resp.error = Some(e);
+                    return None;
                 }
-                // Boxed, as HTTP/2 is: only new connections need it.
-                None => match Box::pin(self.connect(target, t0, &mut resp.timings)).await {
-                    Ok(c) => {
-                        if let Some(shared) = c.share()
-                            && !self.config.no_connection_reuse
-                        {
-                            // Others of the batch can use it right away.
-                            conns.put(&target.key, shared);
-                        }
-                        c
-                    }
-                    Err(e) => {
-                        resp.error = Some(e);
-                        return;
-                    }
-                },
             };
             drop(gate_held.take());
             resp.tls_version = conn.tls_version;
             resp.proto = Some(conn.proto().tag());
             conn.begin_request();
             let send_start = reused_at.unwrap_or_else(now_ns);
-            let h2 = match &mut conn.sender {
+            let complete = match &mut conn.sender {
                 Sender::H1(c) => {
-                    let keep_into = (mode == BodyMode::Keep).then_some(&self.pool);
+                    let keep_into = (request.mode == BodyMode::Keep).then_some(&self.pool);
                     match c.exchange(&outgoing, keep_into).await {
                         Ok(got) => {
-                            conn.reused = true;
-                            let end = now_ns();
-                            h1_phases(&conn.marks, send_start, end, &mut resp.timings);
-                            (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
-                            resp.status = got.status;
-                            if got.http10 {
-                                resp.proto = Some("HTTP/1.0");
-                            }
-                            resp.headers = got.headers;
-                            self.settle_body(resp, got.body, got.body_len, mode);
-                            if resp.error.is_none() {
-                                *conn_out = Some(conn);
-                            }
-                            return;
+                            self.h1_received(&mut conn, got, send_start, request.mode, resp);
+                            true
                         }
                         // The server closed a kept-alive connection as
                         // the request went out.
@@ -232,7 +197,7 @@ impl Client {
                         }
                         Err(f) => {
                             self.fail_send(&conn, send_start, f.error, resp);
-                            return;
+                            false
                         }
                     }
                 }
@@ -241,15 +206,66 @@ impl Client {
                 // included, past what the allocator serves from its
                 // per-thread cache.
                 Sender::H2(_) => {
-                    Box::pin(self.exchange_h2(&mut conn, target, request, send_start, mode, resp))
-                        .await
+                    Box::pin(self.exchange_h2(&mut conn, target, request, send_start, resp)).await
                 }
             };
-            if h2 && resp.error.is_none() {
-                *conn_out = Some(conn);
-            }
-            return;
+            return (complete && resp.error.is_none()).then_some(conn);
         }
+        None
+    }
+
+    /// An idle connection of the VU's that can take the request at once,
+    /// or a new one (shared right away with the VU's other requests when
+    /// it is HTTP/2); with when a reused one was ready, which is when its
+    /// request starts.
+    async fn connection(
+        &self,
+        conns: &VuConnections,
+        target: &Target,
+        idle: Option<Conn>,
+        t0: u64,
+        timings: &mut Timings,
+    ) -> Result<(Conn, Option<u64>), HttpError> {
+        if let Some(mut c) = idle
+            && ready(&mut c).await
+        {
+            // A reused connection sends at once: one clock read for both.
+            let now = now_ns();
+            timings.blocked = now - t0;
+            return Ok((c, Some(now)));
+        }
+        // Boxed, as HTTP/2 is: only new connections need it.
+        let c = Box::pin(self.connect(target, t0, timings)).await?;
+        if let Some(shared) = c.share()
+            && !self.config.no_connection_reuse
+        {
+            // Others of the batch can use it right away.
+            conns.put(&target.key, shared);
+        }
+        Ok((c, None))
+    }
+
+    /// An HTTP/1.1 response received on `conn`, into `resp`. (The
+    /// exchange itself is awaited in [`Client::exchange`]: one more
+    /// future around it would grow every request's future.)
+    fn h1_received(
+        &self,
+        conn: &mut Conn,
+        got: h1::Received,
+        send_start: u64,
+        mode: BodyMode,
+        resp: &mut HttpResponse,
+    ) {
+        conn.reused = true;
+        let end = now_ns();
+        h1_phases(&conn.marks, send_start, end, &mut resp.timings);
+        (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
+        resp.status = got.status;
+        if got.http10 {
+            resp.proto = Some("HTTP/1.0");
+        }
+        resp.headers = got.headers;
+        self.settle_body(resp, got.body, got.body_len, mode);
     }
 
     /// An HTTP/2 request on `conn` (not retried: the request is hyper's
@@ -260,7 +276,6 @@ impl Client {
         target: &Target,
         request: &Request<'_>,
         send_start: u64,
-        mode: BodyMode,
         resp: &mut HttpResponse,
     ) -> bool {
         let Sender::H2(s) = &mut conn.sender else {
@@ -269,7 +284,7 @@ impl Client {
         match s.send_request(self.build(target, request)).await {
             Ok(response) => {
                 conn.reused = true;
-                self.receive_h2(conn, send_start, response, mode, resp)
+                self.receive_h2(conn, send_start, response, request.mode, resp)
                     .await;
                 true
             }
@@ -426,6 +441,29 @@ struct Request<'a> {
     spec: &'a RequestSpec,
     method: &'a Method,
     cookie: Option<&'a str>,
+    /// Whether the body is kept for the test or only counted.
+    mode: BodyMode,
+    /// `now_ns` when the request began (before any connection).
+    started: u64,
+}
+
+/// A request that ran out of time: whatever it had received is dropped,
+/// and its duration is what it spent past connecting.
+fn timed_out(resp: &mut HttpResponse, started: u64, timeout: std::time::Duration) {
+    let t = &mut resp.timings;
+    t.duration = now_ns()
+        .saturating_sub(started)
+        .saturating_sub(t.blocked + t.connecting + t.tls_handshaking);
+    resp.status = 0;
+    resp.headers.clear();
+    resp.body = None;
+    resp.error = Some(HttpError::new(
+        ErrorCode::RequestTimeout,
+        format!(
+            "request timeout: no complete response within {:.3}s",
+            timeout.as_secs_f64()
+        ),
+    ));
 }
 
 /// The request's method, once its method and header fields are known to
