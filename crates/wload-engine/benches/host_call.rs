@@ -3,7 +3,7 @@
 //! 100 calls of one kind; criterion's throughput is calls per second).
 //! `iteration` is the host→guest call of an iteration that does nothing.
 //!
-//! `cargo bench -p wload --bench host_call`
+//! `cargo bench -p wload-engine --bench host_call`
 
 mod common;
 

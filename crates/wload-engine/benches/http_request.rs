@@ -3,7 +3,7 @@
 //! body), and one iteration of `examples/rust/hello` (guest, host call,
 //! client, check, metrics).
 //!
-//! `cargo bench -p wload --bench http_request`
+//! `cargo bench -p wload-engine --bench http_request`
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! A timing loop for `metrics::Recorder::record_all`, the call every HTTP
 //! request makes: prints nanoseconds per call (not a
 //! test: figures depend on the machine). Run with
-//! `cargo run --release --example record_speed`.
+//! `cargo run --release -p wload-metrics --example record_speed`.
 
 use std::hint::black_box;
 use std::sync::Arc;
