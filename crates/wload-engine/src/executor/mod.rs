@@ -1,6 +1,6 @@
-//! Executors: how VUs are driven over time, one file per executor, each
-//! with its config (parsed from k6's options format), its validation and
-//! its loop, as in k6.
+//! Executors: how VUs are driven over time, one file per executor behind
+//! the [`Executor`] trait, each with its config (parsed from k6's options
+//! format), its validation and its loop, as in k6.
 //!
 //! This module holds what they share: [`ScenarioConfig`] (the options
 //! every executor has: startTime, gracefulStop, exec, env, tags),
