@@ -33,6 +33,7 @@ use crate::executor::{
 };
 use crate::host::{self, RunShared, Test, VuScenario, VuState};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
+use crate::task::Owned;
 
 /// Exit codes, shared with k6 where k6 has one.
 pub mod exit {
@@ -150,7 +151,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
 
     let ctl = RunControl::new(probe.hard_stop.clone());
     // Aborted on every way out of this function, early returns included.
-    let interrupt = Watcher(tokio::spawn(watch_ctrl_c(ctl.clone())));
+    let interrupt = Owned::spawn(watch_ctrl_c(ctl.clone()));
     test.setup(options.setup_timeout).await?;
 
     // VUs: the pre-allocated ones are instantiated before the clock starts.
@@ -462,7 +463,7 @@ async fn drive(
         .max()
         .unwrap_or_default();
     let _trace = std::env::var_os("WLOAD_VUS_TRACE")
-        .map(|path| Watcher(tokio::spawn(trace_vus(ctl.clone(), path.into()))));
+        .map(|path| Owned::spawn(trace_vus(ctl.clone(), path.into())));
     let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
     let started = Instant::now();
     let bars = prepared
@@ -478,12 +479,12 @@ async fn drive(
         opts.out_interval,
     )?;
     let _abort_on_fail = options.thresholds.iter().any(|t| t.abort_on_fail).then(|| {
-        Watcher(tokio::spawn(watch_thresholds(
+        Owned::spawn(watch_thresholds(
             options.thresholds.clone(),
             recorder.clone(),
             ctl.clone(),
             started,
-        )))
+        ))
     });
     let mut scenarios = tokio::task::JoinSet::new();
     for p in prepared {
@@ -520,16 +521,6 @@ fn report(
         interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
         thresholds,
         trend_stats: options.trend_stats.clone(),
-    }
-}
-
-/// A task watching the run (Ctrl-C, thresholds, the VU trace), aborted
-/// when dropped: whichever way a run ends, nothing it started outlives it.
-struct Watcher(tokio::task::JoinHandle<()>);
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 

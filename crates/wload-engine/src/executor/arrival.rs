@@ -48,7 +48,7 @@ pub async fn run_open(
     max_vus: u32,
     offset: impl Fn(u64) -> Option<Duration> + Send + 'static,
 ) {
-    let timer = sc.schedule_stop(total);
+    let _stop = sc.schedule_stop(total);
     let sc = Arc::new(sc);
     let idle: Idle = Arc::default();
     let dropped: Dropped = Arc::default();
@@ -75,7 +75,6 @@ pub async fn run_open(
         let _ = task.await;
     }
     join_all(&mut tasks, &sc.run).await;
-    timer.abort();
 }
 
 /// The scheduler loop; returns the tasks of VUs it added.

@@ -53,9 +53,8 @@ impl Executor for ConstantVus {
 
     fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
         Box::pin(async move {
-            let timer = sc.schedule_stop(self.duration);
+            let _stop = sc.schedule_stop(self.duration);
             run_closed(sc, vus, |_| true).await;
-            timer.abort();
         })
     }
 }

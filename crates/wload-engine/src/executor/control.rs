@@ -10,6 +10,8 @@ use tokio::sync::watch;
 
 use wload_output::progress::{Progress, RunView};
 
+use crate::task::Owned;
+
 use super::Failures;
 
 /// Graceful ("start no new iterations") and hard ("interrupt running
@@ -70,15 +72,11 @@ impl StopSignal {
         let _ = rx.wait_for(|level| *level >= 2).await;
     }
 
-    /// Stop gracefully after `run_for`, then hard after `graceful` more.
-    /// Abort the returned task when the work ends early.
-    pub fn schedule(
-        self: &Arc<Self>,
-        run_for: Duration,
-        graceful: Duration,
-    ) -> tokio::task::JoinHandle<()> {
+    /// Stop gracefully after `run_for`, then hard after `graceful` more,
+    /// unless the returned handle is dropped first (the work ended early).
+    pub fn schedule(self: &Arc<Self>, run_for: Duration, graceful: Duration) -> Owned<()> {
         let signal = self.clone();
-        tokio::spawn(async move {
+        Owned::spawn(async move {
             tokio::time::sleep(run_for).await;
             signal.stop_gracefully();
             tokio::time::sleep(graceful).await;

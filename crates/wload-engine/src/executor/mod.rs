@@ -46,6 +46,7 @@ use wload_output::progress::ScenarioPlan;
 
 use crate::host::{RunShared, TestPre, VuScenario, VuState};
 use crate::sandbox::Sandbox;
+use crate::task::Owned;
 
 /// k6's default `gracefulStop`.
 pub const DEFAULT_GRACEFUL_STOP: Duration = Duration::from_secs(30);
@@ -319,7 +320,7 @@ impl Scenario {
     }
 
     /// Stop gracefully after `run_for`, hard `graceful_stop` later.
-    pub fn schedule_stop(&self, run_for: Duration) -> tokio::task::JoinHandle<()> {
+    pub fn schedule_stop(&self, run_for: Duration) -> Owned<()> {
         self.stop.schedule(run_for, self.graceful_stop)
     }
 }

@@ -55,10 +55,9 @@ impl Executor for PerVuIterations {
 
     fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
         Box::pin(async move {
-            let timer = sc.schedule_stop(self.max_duration);
+            let _stop = sc.schedule_stop(self.max_duration);
             let per_vu = self.iterations;
             run_closed(sc, vus, move |vu| vu.iterations_started() < per_vu).await;
-            timer.abort();
         })
     }
 }

@@ -16,6 +16,8 @@ use super::{
 };
 use wload_units::format::duration_short;
 
+use crate::task::Owned;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RampingVus {
     pub start_vus: u32,
@@ -112,7 +114,7 @@ impl Executor for RampingVus {
     fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
         Box::pin(async move {
             let total = self.max_duration();
-            let timer = sc.schedule_stop(total);
+            let _stop = sc.schedule_stop(total);
             let seg = sc.segment;
             let (target_tx, target_rx) =
                 watch::channel(seg.scale_vus(self.planned(Duration::ZERO)));
@@ -129,7 +131,7 @@ impl Executor for RampingVus {
             }
             let started = Instant::now();
             let plan = self.clone();
-            let controller = tokio::spawn(async move {
+            let _controller = Owned::spawn(async move {
                 loop {
                     let t = started.elapsed();
                     target_tx.send_if_modified(|v| {
@@ -143,8 +145,6 @@ impl Executor for RampingVus {
                 }
             });
             join_all(&mut tasks, &sc.run).await;
-            controller.abort();
-            timer.abort();
         })
     }
 }

@@ -69,10 +69,9 @@ impl Executor for SharedIterations {
 
     fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a> {
         Box::pin(async move {
-            let timer = sc.schedule_stop(self.max_duration);
+            let _stop = sc.schedule_stop(self.max_duration);
             let claims = Claims::new(sc.segment.scale(self.iterations));
             run_closed(sc, vus, move |_| claims.claim()).await;
-            timer.abort();
         })
     }
 }

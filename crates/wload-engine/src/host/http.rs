@@ -14,7 +14,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasmtime::component::Resource;
@@ -22,6 +21,7 @@ use wasmtime::component::Resource;
 use super::VuState;
 use super::record::record_request;
 use super::wload::test::http::{self as wit, Host, HostResponse};
+use crate::task::Owned;
 use wload_http::{
     BodyMode, Client, CookieJar, ErrorCode, HttpError, HttpResponse, RequestSpec, VuConnections,
 };
@@ -122,9 +122,9 @@ impl VuState {
             // The task's future stays small (boxed inside), since tokio
             // moves it by value through several frames of the fiber while
             // spawning.
-            let task = Spawned(tokio::spawn(async move {
-                Box::pin(client.send(&conns, spec)).await
-            }));
+            // Cancelled when the VU stops waiting for it (the run was
+            // stopped mid-request), as an inline future would be.
+            let task = Owned::spawn(async move { Box::pin(client.send(&conns, spec)).await });
             task.await.unwrap_or_else(|e| {
                 wload_http::failed(
                     "",
@@ -156,9 +156,7 @@ impl VuState {
         let client = self.shared.client.clone();
         let resps = if self.spawn_requests {
             let conns = self.conns.clone();
-            let task = Spawned(tokio::spawn(async move {
-                Box::pin(client.batch(&conns, specs)).await
-            }));
+            let task = Owned::spawn(async move { Box::pin(client.batch(&conns, specs)).await });
             task.await.unwrap_or_else(|e| {
                 // The batch's own tasks end with it; none of its responses
                 // came.
@@ -204,24 +202,6 @@ fn batch_inline(
     specs: Vec<RequestSpec>,
 ) -> Pin<Box<dyn Future<Output = Vec<HttpResponse>> + Send + '_>> {
     Box::pin(async move { client.batch(conns, specs).await })
-}
-
-/// A spawned task, cancelled when the VU stops waiting for it (the run
-/// was stopped mid-request), as an inline future would have been.
-struct Spawned<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Future for Spawned<T> {
-    type Output = Result<T, tokio::task::JoinError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-impl<T> Drop for Spawned<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl Host for VuState {
