@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::arrival::run_open;
-use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu};
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, zero_duration};
 use wload_units::format::{duration_short, number, per_unit};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,9 +45,7 @@ impl Executor for ConstantArrivalRate {
     fn validate(&self) -> Vec<(String, String)> {
         let mut problems =
             open_model_problems(self.time_unit, self.pre_allocated_vus, self.max_vus);
-        if self.duration.is_zero() {
-            problems.push(("duration".into(), "must be longer than 0s".into()));
-        }
+        problems.extend(zero_duration("duration", self.duration));
         problems
     }
 
@@ -90,10 +88,7 @@ pub fn open_model_problems(
     pre_allocated: u32,
     max_vus: u32,
 ) -> Vec<(String, String)> {
-    let mut problems = Vec::new();
-    if time_unit.is_zero() {
-        problems.push(("timeUnit".into(), "must be longer than 0s".into()));
-    }
+    let mut problems: Vec<_> = zero_duration("timeUnit", time_unit).into_iter().collect();
     if max_vus < pre_allocated {
         problems.push((
             "maxVUs".into(),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed};
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed, zero_duration};
 use wload_units::format::duration_short;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -21,19 +21,13 @@ impl Executor for ConstantVus {
     }
 
     fn validate(&self) -> Vec<(String, String)> {
-        let mut problems = Vec::new();
-        if self.duration.is_zero() {
-            problems.push(("duration".into(), "must be longer than 0s".into()));
-        }
-        problems
+        zero_duration("duration", self.duration)
+            .into_iter()
+            .collect()
     }
 
     fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.vus)
-    }
-
-    fn max_vus(&self, seg: &Segment) -> u32 {
-        self.initial_vus(seg)
     }
 
     fn max_duration(&self) -> Duration {

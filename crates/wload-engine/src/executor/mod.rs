@@ -83,9 +83,12 @@ pub trait Executor: std::fmt::Debug + Send + Sync {
     /// VUs initialised before the run starts.
     fn initial_vus(&self, seg: &Segment) -> u32;
 
-    /// The most VUs this executor may use (arrival-rate executors add VUs
-    /// up to `maxVUs` while running).
-    fn max_vus(&self, seg: &Segment) -> u32;
+    /// The most VUs this executor may use: its initial ones, unless it
+    /// adds VUs while running (the arrival-rate executors, up to
+    /// `maxVUs`).
+    fn max_vus(&self, seg: &Segment) -> u32 {
+        self.initial_vus(seg)
+    }
 
     /// The longest the scenario runs before its graceful stop.
     fn max_duration(&self) -> Duration;
@@ -97,6 +100,14 @@ pub trait Executor: std::fmt::Debug + Send + Sync {
     /// Drive `vus` (the [`Executor::initial_vus`] made before the run)
     /// until the scenario is done or stopped.
     fn run<'a>(&'a self, sc: Scenario, vus: Vec<Vu>) -> BoxFuture<'a>;
+}
+
+/// The problem of a duration option that must be longer than 0s, if it
+/// is not (for [`Executor::validate`]).
+fn zero_duration(key: &str, value: Duration) -> Option<(String, String)> {
+    value
+        .is_zero()
+        .then(|| (key.to_owned(), "must be longer than 0s".to_owned()))
 }
 
 /// The future of an executor's run loop.

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::shared_iterations::DEFAULT_MAX_DURATION;
-use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed};
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed, zero_duration};
 use wload_units::format::duration_short;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,19 +24,13 @@ impl Executor for PerVuIterations {
     }
 
     fn validate(&self) -> Vec<(String, String)> {
-        let mut problems = Vec::new();
-        if self.max_duration.is_zero() {
-            problems.push(("maxDuration".into(), "must be longer than 0s".into()));
-        }
-        problems
+        zero_duration("maxDuration", self.max_duration)
+            .into_iter()
+            .collect()
     }
 
     fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.vus)
-    }
-
-    fn max_vus(&self, seg: &Segment) -> u32 {
-        self.initial_vus(seg)
     }
 
     fn max_duration(&self) -> Duration {

@@ -88,10 +88,6 @@ impl Executor for RampingVus {
         seg.scale_vus(self.peak())
     }
 
-    fn max_vus(&self, seg: &Segment) -> u32 {
-        self.initial_vus(seg)
-    }
-
     fn max_duration(&self) -> Duration {
         self.stages.iter().map(|s| s.duration).sum()
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed};
+use super::{BoxFuture, Executor, Fields, Scenario, Segment, Vu, run_closed, zero_duration};
 use wload_units::format::duration_short;
 
 /// k6's default `maxDuration` for iteration-based executors.
@@ -39,18 +39,12 @@ impl Executor for SharedIterations {
                 ),
             ));
         }
-        if self.max_duration.is_zero() {
-            problems.push(("maxDuration".into(), "must be longer than 0s".into()));
-        }
+        problems.extend(zero_duration("maxDuration", self.max_duration));
         problems
     }
 
     fn initial_vus(&self, seg: &Segment) -> u32 {
         seg.scale_vus(self.vus)
-    }
-
-    fn max_vus(&self, seg: &Segment) -> u32 {
-        self.initial_vus(seg)
     }
 
     fn max_duration(&self) -> Duration {
