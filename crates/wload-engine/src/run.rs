@@ -20,7 +20,7 @@ use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
 use wload_output::Report;
 use wload_output::live::Live;
-use wload_output::progress::{self, Display, ScenarioProgress};
+use wload_output::progress::{self, Display, ScenarioPlan, ScenarioProgress};
 use wload_output::stream::{OutSpec, Outputs};
 use wload_units::format;
 
@@ -164,7 +164,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     recorder.record(&untagged(), &[(Builtin::VusMax.id(), f64::from(max_vus))]);
     if !opts.quiet {
         let initial_vus: usize = prepared.iter().map(|p| p.vus.len()).sum();
-        eprintln!("{}", header(&opts.test.name(), &options, max_vus, &seg));
+        eprintln!(
+            "{}",
+            header(&opts.test.name(), &options, &prepared, max_vus, &seg)
+        );
         eprintln!(
             "  initialized {initial_vus} VUs in {}\n",
             format::millis(vu_start.as_secs_f64() * 1e3)
@@ -382,10 +385,12 @@ impl ProbeInstance {
     }
 }
 
-/// One scenario ready to run: its VU factory, its pre-allocated VUs, and
-/// its count of active VUs for the progress display.
+/// One scenario ready to run: its plan as the header and the progress
+/// display show it, its VU factory, its pre-allocated VUs, and its count
+/// of active VUs for the progress display.
 struct PreparedScenario {
     config: ScenarioConfig,
+    plan: ScenarioPlan,
     factory: VuFactory,
     vus: Vec<Vu>,
     active_vus: Arc<AtomicU32>,
@@ -423,6 +428,7 @@ async fn prepare_scenarios(
         }
         prepared.push(PreparedScenario {
             config: config.clone(),
+            plan: config.plan(seg),
             factory,
             vus,
             active_vus: Arc::new(AtomicU32::new(0)),
@@ -432,14 +438,20 @@ async fn prepare_scenarios(
 }
 
 /// The run header, like k6's: the test, its scenarios and their plans.
-fn header(test: &str, options: &config::Options, max_vus: u32, seg: &Segment) -> String {
+fn header(
+    test: &str,
+    options: &config::Options,
+    prepared: &[PreparedScenario],
+    max_vus: u32,
+    seg: &Segment,
+) -> String {
     let total = options
         .scenarios
         .iter()
         .map(ScenarioConfig::end)
         .max()
         .unwrap_or_default();
-    let plans: Vec<_> = options.scenarios.iter().map(|s| s.plan(seg)).collect();
+    let plans: Vec<_> = prepared.iter().map(|p| p.plan.clone()).collect();
     let segment = (!seg.is_full()).then(|| seg.to_string());
     progress::header(test, &plans, max_vus, total, segment.as_deref())
 }
@@ -468,7 +480,7 @@ async fn drive(
     let started = Instant::now();
     let bars = prepared
         .iter()
-        .map(|p| ScenarioProgress::new(&p.config.plan(&seg), p.active_vus.clone()))
+        .map(|p| ScenarioProgress::new(p.plan.clone(), p.active_vus.clone()))
         .collect();
     let display = Display::new(ctl.clone(), bars, started, run_for, max_vus, opts.quiet);
     let live = Live::start(

@@ -63,24 +63,18 @@ pub struct ScenarioPlan {
     pub max_vus: u32,
 }
 
-/// One scenario as the display knows it.
+/// One scenario as the display knows it: its plan, and what it did.
 pub struct ScenarioProgress {
-    pub name: String,
-    /// When it starts and how long it may run (without gracefulStop).
-    pub start_time: Duration,
-    pub duration: Duration,
-    pub max_vus: u32,
+    pub plan: ScenarioPlan,
+    /// Its VUs in an iteration or a loop, counted by the engine.
     pub active_vus: Arc<AtomicU32>,
     iterations: u64,
 }
 
 impl ScenarioProgress {
-    pub fn new(plan: &ScenarioPlan, active_vus: Arc<AtomicU32>) -> Self {
+    pub fn new(plan: ScenarioPlan, active_vus: Arc<AtomicU32>) -> Self {
         ScenarioProgress {
-            name: plan.name.clone(),
-            start_time: plan.start_time,
-            duration: plan.duration,
-            max_vus: plan.max_vus,
+            plan,
             active_vus,
             iterations: 0,
         }
@@ -180,7 +174,7 @@ impl Display {
         for ((id, tags), sink) in &view.interval.series.series {
             let Some(i) = tags
                 .get("scenario")
-                .and_then(|name| self.scenarios.iter().position(|s| s.name == name))
+                .and_then(|name| self.scenarios.iter().position(|s| s.plan.name == name))
             else {
                 continue;
             };
@@ -231,15 +225,16 @@ impl Display {
         let width = self
             .scenarios
             .iter()
-            .map(|s| s.name.len())
+            .map(|s| s.plan.name.len())
             .max()
             .unwrap_or(0);
         for (s, w) in self.scenarios.iter().zip(windows) {
-            let own = elapsed.saturating_sub(s.start_time).min(s.duration);
-            let done = if s.duration.is_zero() {
+            let plan = &s.plan;
+            let own = elapsed.saturating_sub(plan.start_time).min(plan.duration);
+            let done = if plan.duration.is_zero() {
                 1.0
             } else {
-                own.as_secs_f64() / s.duration.as_secs_f64()
+                own.as_secs_f64() / plan.duration.as_secs_f64()
             };
             let rps = if seconds > 0.0 {
                 w.requests / seconds
@@ -254,12 +249,12 @@ impl Display {
             let p95 = w.duration.as_ref().map_or(0.0, |t| t.percentile(95.0));
             lines.push(format!(
                 "{:<width$} {} {}/{} {}/{} VUs {} iters {} req/s {}% failed p95={}",
-                s.name,
+                plan.name,
                 bar(done),
                 clock(own),
-                clock(s.duration),
+                clock(plan.duration),
                 s.active_vus.load(Ordering::Relaxed),
-                s.max_vus,
+                plan.max_vus,
                 s.iterations,
                 number(rps, 1),
                 number(errors, 2),
