@@ -1,11 +1,37 @@
 //! Building the example guests (`examples/`, a cargo workspace of its own)
 //! for wasm32-wasip2 into `target/guests/`. One file shared by the build
-//! script (the bundled demo test), the end-to-end tests and the
-//! benchmarks (each includes it with `#[path]`), so all three build the
-//! same way into the same directory and compile each guest once.
+//! script (the bundled demo test), the end-to-end tests, the engine's
+//! tests and the benchmarks (each includes it with `#[path]`), so all
+//! build the same way into the same directory and compile each guest
+//! once. Not every includer uses every function.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
+
+/// The repository root. Every includer is a crate at `crates/<name>/`,
+/// whose manifest directory this is read from when it compiles.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the crate is at crates/<name>/ in the repository")
+        .to_owned()
+}
+
+/// `examples/rust/<name>` built (cargo does nothing when it is up to
+/// date): the path of its `.wasm`.
+pub fn built_guest(name: &str) -> PathBuf {
+    let root = repo_root();
+    let status =
+        build_guests(&root, Some(name)).expect("cannot run cargo to build the example guests");
+    assert!(
+        status.success(),
+        "building examples/rust/{name} for wasm32-wasip2 failed; if the target is missing, \
+         run `rustup target add wasm32-wasip2` (README.md's commands do)"
+    );
+    guest_dir(&root).join(format!("{name}.wasm"))
+}
 
 /// Where the guests land: `target/guests/wasm32-wasip2/release/<name>.wasm`.
 pub fn guest_dir(root: &Path) -> PathBuf {

@@ -13,13 +13,7 @@ use wload_target::TargetServer;
 #[path = "../../crates/wload/guests.rs"]
 mod guests;
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/wload/ is inside the repository")
-        .to_owned()
-}
+pub use guests::repo_root;
 
 /// Build every example guest once per test process; returns the folder
 /// holding the `.wasm` files.

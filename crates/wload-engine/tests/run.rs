@@ -4,7 +4,6 @@
 //! ending the process and stop, or mark aborted, a later run.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, json};
@@ -17,20 +16,9 @@ use wload_http::ClientConfig;
 #[path = "../../wload/guests.rs"]
 mod guests;
 
-/// `examples/rust/<name>` built for wasm32-wasip2.
-fn guest(name: &str) -> std::path::PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/wload-engine/ is inside the repository");
-    let status = guests::build_guests(root, Some(name)).expect("run cargo for the guests");
-    assert!(status.success(), "building examples/rust/{name} failed");
-    guests::guest_dir(root).join(format!("{name}.wasm"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_setup_fails_leaves_no_task_behind() {
-    let test = guest("faults");
+    let test = guests::built_guest("faults");
     let runtime = tokio::runtime::Handle::current();
     let before = runtime.metrics().num_alive_tasks();
     let Some(cli_options) = json!({"iterations": 5}).as_object().cloned() else {

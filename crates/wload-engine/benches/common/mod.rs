@@ -3,7 +3,7 @@
 //! a run wires them, on the probe engine.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use wasmtime::Store;
@@ -16,18 +16,7 @@ use wload_metrics::{Recorder, Registry, TagSet};
 #[path = "../../../wload/guests.rs"]
 mod guests;
 
-/// `examples/rust/<name>` built for wasm32-wasip2 (cargo does nothing
-/// when it is up to date).
-pub fn guest(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/wload-engine/ is inside the repository");
-    let status = guests::build_guests(root, Some(name))
-        .expect("cannot run cargo to build the example guests");
-    assert!(status.success(), "building examples/rust/{name} failed");
-    guests::guest_dir(root).join(format!("{name}.wasm"))
-}
+pub use guests::built_guest as guest;
 
 /// One VU: its store and instance.
 pub struct BenchVu {
