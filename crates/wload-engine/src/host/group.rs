@@ -12,7 +12,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wload_metrics::GROUP_PATH_SEPARATOR as PATH_SEPARATOR;
+use wload_metrics::GROUP_PATH_SEPARATOR;
 use wload_metrics::{Tags, intern};
 
 /// Group paths (and check names per path) a VU keeps tag sets for; past
@@ -62,13 +62,13 @@ impl Groups {
 
     /// Enter the group `name` inside the current one.
     pub fn enter(&mut self, name: &str) -> Result<(), String> {
-        if name.contains(PATH_SEPARATOR) {
+        if name.contains(GROUP_PATH_SEPARATOR) {
             return Err(format!(
-                "group names may not contain '{PATH_SEPARATOR}' (it separates nested groups \
+                "group names may not contain '{GROUP_PATH_SEPARATOR}' (it separates nested groups \
                  in the group tag): {name:?}"
             ));
         }
-        let path = format!("{}{PATH_SEPARATOR}{name}", self.path());
+        let path = format!("{}{GROUP_PATH_SEPARATOR}{name}", self.path());
         let (path, tags) = match self.scopes.get_key_value(path.as_str()) {
             Some((path, tags)) => (path.clone(), tags.clone()),
             None => {
