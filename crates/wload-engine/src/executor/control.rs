@@ -16,18 +16,25 @@ use super::Failures;
 
 /// Graceful ("start no new iterations") and hard ("interrupt running
 /// ones") stop, observable from any task.
+///
+/// The two levels have channels of their own: a task waiting for the
+/// hard stop ([`super::HardStop`]) must be woken by it alone. When both
+/// shared one channel, the graceful stop's wake-up was taken by a waiter
+/// that then did not wait again, and the hard stop never woke it: a VU
+/// blocked on a server that never answered outlived its gracefulStop.
 pub struct StopSignal {
-    /// 0 running, 1 stopping gracefully, 2 stopped hard.
-    level: watch::Sender<u8>,
-    /// The same level, read by every VU between iterations without the
-    /// channel's lock.
+    graceful: watch::Sender<bool>,
+    hard: watch::Sender<bool>,
+    /// 0 running, 1 stopping gracefully, 2 stopped hard: read by every VU
+    /// between iterations without the channels' locks.
     now: AtomicU8,
 }
 
 impl Default for StopSignal {
     fn default() -> Self {
         StopSignal {
-            level: watch::channel(0).0,
+            graceful: watch::channel(false).0,
+            hard: watch::channel(false).0,
             now: AtomicU8::new(0),
         }
     }
@@ -37,11 +44,13 @@ impl StopSignal {
     fn raise(&self, to: u8) {
         // Set before the waiters wake, so that they see it.
         self.now.fetch_max(to, Ordering::SeqCst);
-        self.level.send_if_modified(|level| {
-            let raised = *level < to;
-            *level = (*level).max(to);
-            raised
-        });
+        let set = |tx: &watch::Sender<bool>| {
+            tx.send_if_modified(|on| !std::mem::replace(on, true));
+        };
+        set(&self.graceful);
+        if to >= 2 {
+            set(&self.hard);
+        }
     }
 
     pub fn stop_gracefully(&self) {
@@ -62,14 +71,14 @@ impl StopSignal {
 
     /// Resolves when stopping (gracefully or hard).
     pub async fn wait_stopping(&self) {
-        let mut rx = self.level.subscribe();
-        let _ = rx.wait_for(|level| *level >= 1).await;
+        let mut rx = self.graceful.subscribe();
+        let _ = rx.wait_for(|on| *on).await;
     }
 
-    /// Resolves when stopped hard.
+    /// Resolves when stopped hard; nothing else wakes it.
     pub async fn wait_hard(&self) {
-        let mut rx = self.level.subscribe();
-        let _ = rx.wait_for(|level| *level >= 2).await;
+        let mut rx = self.hard.subscribe();
+        let _ = rx.wait_for(|on| *on).await;
     }
 
     /// Stop gracefully after `run_for`, then hard after `graceful` more,

@@ -386,8 +386,11 @@ pub async fn iterate(
 /// registered wait takes that lock, so once the wait holds this task's
 /// waker, a poll only reads the stop flags: a stop wakes that waker, and
 /// the poll it causes sees the flag.
+/// Only a hard stop wakes the registered wait ([`StopSignal::wait_hard`]),
+/// which is what makes skipping it sound.
 pub struct HardStop {
-    sc: Arc<Scenario>,
+    /// The scenario's stop and the run's.
+    signals: [Arc<StopSignal>; 2],
     wait: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
     registered: Option<std::task::Waker>,
     stopped: bool,
@@ -395,13 +398,26 @@ pub struct HardStop {
 
 impl HardStop {
     pub fn new(sc: &Arc<Scenario>) -> HardStop {
-        let waiting = sc.clone();
+        HardStop::of([sc.stop.clone(), sc.run.stop.clone()])
+    }
+
+    fn of(signals: [Arc<StopSignal>; 2]) -> HardStop {
+        let [a, b] = signals.clone();
         HardStop {
-            sc: sc.clone(),
-            wait: Box::pin(async move { waiting.wait_hard().await }),
+            signals,
+            wait: Box::pin(async move {
+                tokio::select! {
+                    _ = a.wait_hard() => {}
+                    _ = b.wait_hard() => {}
+                }
+            }),
             registered: None,
             stopped: false,
         }
+    }
+
+    fn hard_stopped(&self) -> bool {
+        self.signals.iter().any(|s| s.hard_stopped())
     }
 }
 
@@ -419,7 +435,7 @@ impl Future for HardStop {
                 .registered
                 .as_ref()
                 .is_some_and(|w| w.will_wake(cx.waker()));
-            if armed && !this.sc.hard_stopped() {
+            if armed && !this.hard_stopped() {
                 return std::task::Poll::Pending;
             }
             if this.wait.as_mut().poll(cx).is_ready() {
@@ -497,4 +513,59 @@ fn read<E: Executor>(options: Value) -> (E, Vec<String>) {
         f.error(&key, message);
     }
     (e, errors)
+}
+
+#[cfg(test)]
+mod hard_stop_tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A VU waits for the hard stop across a graceful stop: the graceful
+    /// one must not use up the wake-up the hard one owes it (it did, and a
+    /// VU blocked on a silent server outlived its gracefulStop).
+    #[test]
+    fn the_hard_stop_wakes_a_waiter_after_a_graceful_stop() {
+        let (scenario, run) = (
+            Arc::new(StopSignal::default()),
+            Arc::new(StopSignal::default()),
+        );
+        let mut hard = HardStop::of([scenario.clone(), run.clone()]);
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(Pin::new(&mut hard).poll(&mut cx).is_pending());
+        scenario.stop_gracefully();
+        // Whether or not that woke the task, it polls again.
+        assert!(Pin::new(&mut hard).poll(&mut cx).is_pending());
+        let before = count.0.load(Ordering::SeqCst);
+        scenario.stop_now();
+        assert!(
+            count.0.load(Ordering::SeqCst) > before,
+            "the hard stop did not wake the waiting task"
+        );
+        assert_eq!(Pin::new(&mut hard).poll(&mut cx), Poll::Ready(()));
+        // And the run's hard stop alone does too.
+        let (scenario, run) = (
+            Arc::new(StopSignal::default()),
+            Arc::new(StopSignal::default()),
+        );
+        let mut hard = HardStop::of([scenario, run.clone()]);
+        assert!(Pin::new(&mut hard).poll(&mut cx).is_pending());
+        run.stop_gracefully();
+        assert!(Pin::new(&mut hard).poll(&mut cx).is_pending());
+        let before = count.0.load(Ordering::SeqCst);
+        run.stop_now();
+        assert!(count.0.load(Ordering::SeqCst) > before);
+        assert_eq!(Pin::new(&mut hard).poll(&mut cx), Poll::Ready(()));
+    }
 }
