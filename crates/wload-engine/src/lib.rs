@@ -13,6 +13,7 @@ pub mod executor;
 pub mod host;
 pub mod run;
 pub mod sandbox;
+pub mod stop;
 pub mod task;
 
 /// `wasmtime::Error` is not an `anyhow::Error`; this converts so that

@@ -159,7 +159,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .with_hard_stop(probe.hard_stop.clone());
     let _pool_ticker = pool.start_ticker();
     let init = Instant::now();
-    let prepared = prepare_scenarios(&options, &compiled, &pool, &test.shared, &seg).await?;
+    let prepared =
+        prepare_scenarios(&options, &compiled, &pool, &test.shared, &seg, &ctl.stop).await?;
     let vu_start = init.elapsed();
     recorder.record(&untagged(), &[(Builtin::VusMax.id(), f64::from(max_vus))]);
     if !opts.quiet {
@@ -248,7 +249,13 @@ impl ProbeInstance {
         recorder: &Arc<Recorder>,
     ) -> Result<ProbeInstance> {
         let pre = compiled.instance_pre(&probe.engine)?;
-        let setup_scenario = VuScenario::new("setup", HashMap::new(), [], &TagSet::empty());
+        let setup_scenario = VuScenario::new(
+            "setup",
+            HashMap::new(),
+            [],
+            &TagSet::empty(),
+            Default::default(),
+        );
         // options() runs before the options are known: default client.
         let shared = run_shared(
             opts,
@@ -394,6 +401,8 @@ struct PreparedScenario {
     factory: VuFactory,
     vus: Vec<Vu>,
     active_vus: Arc<AtomicU32>,
+    /// Its own stop: its duration, then its gracefulStop.
+    stop: Arc<StopSignal>,
 }
 
 /// Instantiate every scenario's pre-allocated VUs on the pooled engine.
@@ -403,11 +412,13 @@ async fn prepare_scenarios(
     pool: &Sandbox,
     shared: &Arc<RunShared>,
     seg: &Segment,
+    run_stop: &Arc<StopSignal>,
 ) -> Result<Vec<PreparedScenario>> {
     let vu_pre = Arc::new(compiled.instance_pre(&pool.engine)?);
     let next_id = Arc::new(AtomicU32::new(1));
     let mut prepared = Vec::with_capacity(options.scenarios.len());
     for config in &options.scenarios {
+        let stop = Arc::new(StopSignal::default());
         let factory = VuFactory {
             pre: vu_pre.clone(),
             sandbox: pool.clone(),
@@ -417,6 +428,7 @@ async fn prepare_scenarios(
                 executor::scenario_env(config),
                 config.tags.clone(),
                 &shared.run_tags,
+                [stop.clone(), run_stop.clone()],
             ),
             exec: config.exec.clone(),
             next_id: next_id.clone(),
@@ -432,6 +444,7 @@ async fn prepare_scenarios(
             factory,
             vus,
             active_vus: Arc::new(AtomicU32::new(0)),
+            stop,
         });
     }
     Ok(prepared)
@@ -503,7 +516,7 @@ async fn drive(
         let scenario = Scenario {
             factory: p.factory,
             run: ctl.clone(),
-            stop: Arc::new(StopSignal::default()),
+            stop: p.stop.clone(),
             graceful_stop: p.config.graceful_stop,
             segment: seg,
             active_vus: p.active_vus,

@@ -48,7 +48,14 @@ pub struct ClientConfig {
     /// Statuses that count as expected in `http_req_failed`, as inclusive
     /// ranges (default 200-399).
     pub expected_statuses: Vec<(u16, u16)>,
+    /// Largest response body kept, in bytes, on the wire and again once
+    /// decoded (`maxResponseBodySize`, [`DEFAULT_MAX_BODY_SIZE`]).
+    pub max_body_size: u64,
 }
+
+/// The default `maxResponseBodySize`: what no test of an API needs more
+/// of, and what bounds a VU's memory when a server sends without end.
+pub const DEFAULT_MAX_BODY_SIZE: u64 = 64 << 20;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -66,6 +73,7 @@ impl Default for ClientConfig {
             no_vu_connection_reuse: false,
             discard_bodies: false,
             expected_statuses: vec![(200, 399)],
+            max_body_size: DEFAULT_MAX_BODY_SIZE,
         }
     }
 }
@@ -85,6 +93,8 @@ pub struct RequestSpec {
     pub max_redirects: Option<u32>,
     /// `None`: the run's expected statuses.
     pub expected_statuses: Option<Vec<(u16, u16)>>,
+    /// `None`: the run's `max_body_size`.
+    pub max_body_size: Option<u64>,
 }
 
 /// The client shared by all VUs of a run.
@@ -118,19 +128,23 @@ impl Client {
     /// Send one request, following redirects, on `conns`' connections (or
     /// new ones), and read the whole response. Never fails: errors are in
     /// the response. Each redirect hop is in [`HttpResponse::hops`].
-    pub async fn send(&self, conns: &VuConnections, spec: RequestSpec) -> HttpResponse {
+    pub async fn send(&self, conns: &VuConnections, mut spec: RequestSpec) -> HttpResponse {
         let mut out = super::empty_response("", "");
-        self.send_into(conns, spec, &mut out).await;
+        self.send_into(conns, &mut spec, &mut out).await;
         out
     }
 
     /// [`Client::send`] into `out`, a fresh [`HttpResponse`] of the caller:
     /// the response is filled in where it will stay instead of being moved
-    /// up through every frame of the request path.
+    /// up through every frame of the request path. `spec` is the caller's
+    /// too: if the future is dropped midway (the test's end), `spec.url`
+    /// and `spec.method` are those of the hop in flight, and `out` has
+    /// what [`super::interrupted`] needs; once done, the response has
+    /// taken them.
     pub async fn send_into(
         &self,
         conns: &VuConnections,
-        spec: RequestSpec,
+        spec: &mut RequestSpec,
         out: &mut HttpResponse,
     ) {
         self.follow_redirects(conns, spec, None, out).await
@@ -142,23 +156,22 @@ impl Client {
     async fn follow_redirects(
         &self,
         conns: &VuConnections,
-        spec: RequestSpec,
+        spec: &mut RequestSpec,
         mut gate: Option<Arc<tokio::sync::Mutex<()>>>,
         resp: &mut HttpResponse,
     ) {
         let max = spec.max_redirects.unwrap_or(self.config.max_redirects);
-        let mut spec = spec;
         let mut hops = Vec::new();
         loop {
             let target = match conns.target(&spec.url) {
                 Ok(t) => t,
                 Err(e) => {
                     *resp = super::failed(&spec.method, &spec.url, e);
-                    self.finish(&spec, resp, hops);
+                    self.finish(spec, resp, hops);
                     return;
                 }
             };
-            self.hop(conns, &target, &spec, gate.take(), resp).await;
+            self.hop(conns, &target, spec, gate.take(), resp).await;
             let next = (resp.error.is_none()
                 && redirect::is_redirect(resp.status)
                 && (hops.len() as u32) < max)
@@ -179,13 +192,13 @@ impl Client {
                         });
                     }
                     hop.body = None;
-                    self.finish_hop(&spec, &mut hop);
+                    self.finish_hop(spec, &mut hop);
                     hops.push(hop);
                 }
                 None => {
                     resp.method = std::mem::take(&mut spec.method);
                     resp.url = std::mem::take(&mut spec.url);
-                    self.finish(&spec, resp, hops);
+                    self.finish(spec, resp, hops);
                     return;
                 }
             }
@@ -268,7 +281,7 @@ impl Client {
         &self,
         conns: &VuConnections,
         key: &str,
-        spec: RequestSpec,
+        mut spec: RequestSpec,
     ) -> HttpResponse {
         let may_share = self.config.http2 && !self.config.no_connection_reuse;
         let multiplexed = key.starts_with("https://") || self.config.h2c;
@@ -276,7 +289,8 @@ impl Client {
             .then(|| conns.gate(key))
             .flatten();
         let mut out = super::empty_response("", "");
-        self.follow_redirects(conns, spec, gate, &mut out).await;
+        self.follow_redirects(conns, &mut spec, gate, &mut out)
+            .await;
         out
     }
 }
@@ -296,8 +310,8 @@ mod tests {
         let client = Client::new(ClientConfig::default(), BodyPool::new(1)).unwrap();
         let conns = VuConnections::default();
         let mut out = super::super::empty_response("", "");
-        let size =
-            std::mem::size_of_val(&client.send_into(&conns, RequestSpec::default(), &mut out));
+        let mut spec = RequestSpec::default();
+        let size = std::mem::size_of_val(&client.send_into(&conns, &mut spec, &mut out));
         eprintln!("Client::send_into's future: {size} bytes");
         assert!(size <= 2048, "the request future grew to {size} bytes");
     }

@@ -149,6 +149,7 @@ impl Conn {
     pub fn begin_request(&self) {
         self.marks.last_write.store(0, Relaxed);
         self.marks.first_read.store(0, Relaxed);
+        self.marks.request_sent.store(0, Relaxed);
     }
 
     /// Bytes written and read since the last call: this request's share.

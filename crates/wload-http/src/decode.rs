@@ -17,9 +17,20 @@ pub fn is_encoded(headers: &Headers) -> bool {
         })
 }
 
+/// Why a body could not be decoded.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Not valid in its coding, or a coding this module does not know.
+    Invalid(String),
+    /// It decodes to more than the limit: the decoder stopped there.
+    TooLarge,
+}
+
 /// Decode `body` by its `Content-Encoding` (codings applied in order, so
-/// undone in reverse). Unknown codings are an error.
-pub fn decode(headers: &Headers, body: &[u8]) -> Result<Vec<u8>, String> {
+/// undone in reverse), to at most `limit` bytes at every step: a small
+/// body can inflate a thousandfold (a decompression bomb), so the output
+/// is bounded as it is produced, never after. Unknown codings are an error.
+pub fn decode(headers: &Headers, body: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
     let value = headers
         .get("content-encoding")
         .and_then(|v| std::str::from_utf8(v).ok())
@@ -29,29 +40,50 @@ pub fn decode(headers: &Headers, body: &[u8]) -> Result<Vec<u8>, String> {
         let coding = coding.trim().to_ascii_lowercase();
         data = match coding.as_str() {
             "" | "identity" => continue,
-            "gzip" | "x-gzip" => read_all(flate2::read::MultiGzDecoder::new(&data[..]), "gzip")?,
+            "gzip" | "x-gzip" => {
+                read_all(flate2::read::MultiGzDecoder::new(&data[..]), "gzip", limit)?
+            }
             // "deflate" is zlib-wrapped by the spec, raw in some servers.
-            "deflate" => read_all(flate2::read::ZlibDecoder::new(&data[..]), "deflate")
-                .or_else(|_| read_all(flate2::read::DeflateDecoder::new(&data[..]), "deflate"))?,
+            "deflate" => {
+                match read_all(flate2::read::ZlibDecoder::new(&data[..]), "deflate", limit) {
+                    Err(DecodeError::Invalid(_)) => read_all(
+                        flate2::read::DeflateDecoder::new(&data[..]),
+                        "deflate",
+                        limit,
+                    )?,
+                    other => other?,
+                }
+            }
             "br" => read_all(
                 brotli_decompressor::Decompressor::new(&data[..], 4096),
                 "br",
+                limit,
             )?,
             "zstd" => {
                 let decoder = ruzstd::decoding::StreamingDecoder::new(&data[..])
-                    .map_err(|e| format!("cannot decode zstd body: {e}"))?;
-                read_all(decoder, "zstd")?
+                    .map_err(|e| DecodeError::Invalid(format!("cannot decode zstd body: {e}")))?;
+                read_all(decoder, "zstd", limit)?
             }
-            other => return Err(format!("unsupported content encoding {other:?}")),
+            other => {
+                return Err(DecodeError::Invalid(format!(
+                    "unsupported content encoding {other:?}"
+                )));
+            }
         };
     }
     Ok(data)
 }
 
-fn read_all(mut r: impl Read, name: &str) -> Result<Vec<u8>, String> {
+/// All of `r`, unless it is longer than `limit`.
+fn read_all(r: impl Read, name: &str, limit: u64) -> Result<Vec<u8>, DecodeError> {
     let mut out = Vec::new();
-    r.read_to_end(&mut out)
-        .map_err(|e| format!("cannot decode {name} body: {e}"))?;
+    // One byte past the limit tells "exactly the limit" from "more".
+    r.take(limit.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| DecodeError::Invalid(format!("cannot decode {name} body: {e}")))?;
+    if out.len() as u64 > limit {
+        return Err(DecodeError::TooLarge);
+    }
     Ok(out)
 }
 
@@ -72,15 +104,15 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&plain).unwrap();
         let gz = gz.finish().unwrap();
-        assert_eq!(decode(&headers("gzip"), &gz).unwrap(), plain);
+        assert_eq!(decode(&headers("gzip"), &gz, u64::MAX).unwrap(), plain);
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
         z.write_all(&plain).unwrap();
         assert_eq!(
-            decode(&headers("deflate"), &z.finish().unwrap()).unwrap(),
+            decode(&headers("deflate"), &z.finish().unwrap(), u64::MAX).unwrap(),
             plain
         );
-        assert!(decode(&headers("gzip"), b"not gzip").is_err());
-        assert!(decode(&headers("compress"), b"x").is_err());
+        assert!(decode(&headers("gzip"), b"not gzip", 9).is_err());
+        assert!(decode(&headers("compress"), b"x", 9).is_err());
         assert!(!is_encoded(&headers("identity")));
     }
 
@@ -92,12 +124,12 @@ mod tests {
             let mut w = brotli::CompressorWriter::new(&mut br, 4096, 5, 22);
             w.write_all(&plain).unwrap();
         }
-        assert_eq!(decode(&headers("br"), &br).unwrap(), plain);
+        assert_eq!(decode(&headers("br"), &br, u64::MAX).unwrap(), plain);
         let zst = ruzstd::encoding::compress_to_vec(
             &plain[..],
             ruzstd::encoding::CompressionLevel::Fastest,
         );
-        assert_eq!(decode(&headers("zstd"), &zst).unwrap(), plain);
+        assert_eq!(decode(&headers("zstd"), &zst, u64::MAX).unwrap(), plain);
         // Codings apply in order: gzip, then br on top.
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&plain).unwrap();
@@ -107,6 +139,37 @@ mod tests {
             let mut w = brotli::CompressorWriter::new(&mut both, 4096, 5, 22);
             w.write_all(&gz).unwrap();
         }
-        assert_eq!(decode(&headers("gzip, br"), &both).unwrap(), plain);
+        assert_eq!(
+            decode(&headers("gzip, br"), &both, u64::MAX).unwrap(),
+            plain
+        );
+    }
+
+    /// A bomb: 10 MiB of zeros gzip to ~10 KiB. The decoder stops at the
+    /// limit instead of inflating all of it, and says so; exactly the
+    /// limit still decodes.
+    #[test]
+    fn decoding_stops_at_the_limit() {
+        let plain = vec![0u8; 10 << 20];
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&plain).unwrap();
+        let gz = gz.finish().unwrap();
+        assert!(gz.len() < 64 << 10);
+        assert_eq!(
+            decode(&headers("gzip"), &gz, 1 << 20),
+            Err(DecodeError::TooLarge)
+        );
+        assert_eq!(
+            decode(&headers("gzip"), &gz, 10 << 20).map(|d| d.len()),
+            Ok(10 << 20)
+        );
+        // Every step of a chain is bounded, not only the last.
+        let mut twice = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        twice.write_all(&gz).unwrap();
+        let twice = twice.finish().unwrap();
+        assert_eq!(
+            decode(&headers("gzip, gzip"), &twice, 1 << 20),
+            Err(DecodeError::TooLarge)
+        );
     }
 }

@@ -10,6 +10,12 @@ pub enum ErrorCode {
     Generic = 1000,
     InvalidUrl = 1020,
     RequestTimeout = 1050,
+    /// The response body passed the request's size limit on the wire
+    /// (`maxResponseBodySize`); wload's own code, in k6's general range.
+    ResponseTooLarge = 1060,
+    /// The request was cut by the end of the test: its gracefulStop ran
+    /// out, or the run was stopped hard (a second signal). wload's own.
+    Interrupted = 1070,
     Dns = 1100,
     NoIpFound = 1101,
     Tcp = 1200,
@@ -29,6 +35,9 @@ pub enum ErrorCode {
     Http2Connection = 1650,
     /// The body could not be decompressed (k6's `responseDecompressionErrorCode`).
     Decompression = 1701,
+    /// The decoded body passed the size limit (a decompression bomb);
+    /// wload's own, beside k6's 1701.
+    DecodedTooLarge = 1702,
 }
 
 impl ErrorCode {
@@ -56,6 +65,17 @@ impl HttpError {
             code,
             message: message.into(),
         }
+    }
+
+    /// A kept response body past `limit` bytes on the wire.
+    pub fn body_too_large(limit: u64) -> HttpError {
+        HttpError::new(
+            ErrorCode::ResponseTooLarge,
+            format!(
+                "response body larger than the limit of {limit} bytes \
+                 (maxResponseBodySize; raise it, or discard the body)"
+            ),
+        )
     }
 
     /// Classify an error from connecting.

@@ -22,7 +22,7 @@ use tokio::net::TcpStream;
 
 use super::client::{Client, RequestSpec};
 use super::conn::{Conn, Handshake, Proto, Sender};
-use super::decode;
+use super::decode::{self, DecodeError};
 use super::dns::Resolver;
 use super::error::{ErrorCode, HttpError};
 use super::h1;
@@ -31,7 +31,7 @@ use super::socket::{IoMarks, now_ns};
 use super::target::Target;
 use super::tls::server_name;
 use super::vu::VuConnections;
-use super::{BodyMode, Headers, HttpResponse, Timings};
+use super::{BodyMode, Headers, HttpResponse, InFlight, Timings};
 
 impl Client {
     /// One hop of a request to `target`: the cookies of the VU's jar go
@@ -69,7 +69,11 @@ impl Client {
             } else {
                 BodyMode::Keep
             }),
+            limit: spec.max_body_size.unwrap_or(self.config.max_body_size),
+        };
+        resp.in_flight = InFlight {
             started: now_ns(),
+            ..InFlight::default()
         };
         match tokio::time::timeout(timeout, self.exchange(conns, target, gate, &request, resp))
             .await
@@ -77,8 +81,18 @@ impl Client {
             Ok(Some(conn)) if !self.config.no_connection_reuse => conns.put(&target.key, conn),
             Ok(_) => {}
             // A connection with a request half done is dropped.
-            Err(_) => timed_out(resp, request.started, timeout),
+            Err(_) => cut(
+                resp,
+                HttpError::new(
+                    ErrorCode::RequestTimeout,
+                    format!(
+                        "request timeout: no complete response within {:.3}s",
+                        timeout.as_secs_f64()
+                    ),
+                ),
+            ),
         }
+        resp.in_flight.marks = None;
         if resp.headers.contains("set-cookie") {
             conns.with_jar(|jar| {
                 for value in resp.headers.get_all("set-cookie") {
@@ -164,7 +178,7 @@ impl Client {
                     conns,
                     target,
                     idle.take(),
-                    request.started,
+                    resp.in_flight.started,
                     &mut resp.timings,
                 )
                 .await
@@ -180,12 +194,14 @@ impl Client {
             resp.proto = Some(conn.proto().tag());
             conn.begin_request();
             let send_start = reused_at.unwrap_or_else(now_ns);
+            resp.in_flight.marks = Some(conn.marks.clone());
+            resp.in_flight.send_start = send_start;
             let complete = match &mut conn.sender {
                 Sender::H1(c) => {
                     let keep_into = (request.mode == BodyMode::Keep).then_some(&self.pool);
-                    match c.exchange(&outgoing, keep_into).await {
+                    match c.exchange(&outgoing, keep_into, request.limit).await {
                         Ok(got) => {
-                            self.h1_received(&mut conn, got, send_start, request.mode, resp);
+                            self.h1_received(&mut conn, got, send_start, request, resp);
                             true
                         }
                         // The server closed a kept-alive connection as
@@ -196,7 +212,7 @@ impl Client {
                             continue;
                         }
                         Err(f) => {
-                            self.fail_send(&conn, send_start, f.error, resp);
+                            cut(resp, f.error);
                             false
                         }
                     }
@@ -253,7 +269,7 @@ impl Client {
         conn: &mut Conn,
         got: h1::Received,
         send_start: u64,
-        mode: BodyMode,
+        request: &Request<'_>,
         resp: &mut HttpResponse,
     ) {
         conn.reused = true;
@@ -265,7 +281,7 @@ impl Client {
             resp.proto = Some("HTTP/1.0");
         }
         resp.headers = got.headers;
-        self.settle_body(resp, got.body, got.body_len, mode);
+        self.settle_body(resp, got.body, got.body_len, request);
     }
 
     /// An HTTP/2 request on `conn` (not retried: the request is hyper's
@@ -284,23 +300,15 @@ impl Client {
         match s.send_request(self.build(target, request)).await {
             Ok(response) => {
                 conn.reused = true;
-                self.receive_h2(conn, send_start, response, request.mode, resp)
+                self.receive_h2(conn, send_start, response, request, resp)
                     .await;
                 true
             }
             Err(e) => {
-                self.fail_send(conn, send_start, HttpError::from_hyper(&e), resp);
+                cut(resp, HttpError::from_hyper(&e));
                 false
             }
         }
-    }
-
-    /// A request that failed before its response was whole.
-    fn fail_send(&self, conn: &Conn, send_start: u64, error: HttpError, resp: &mut HttpResponse) {
-        resp.error = Some(error);
-        (resp.bytes_sent, resp.bytes_received) = conn.take_bytes();
-        resp.timings.duration = now_ns() - send_start;
-        resp.timings.sending = resp.timings.duration;
     }
 
     /// Resolve, dial and handshake. The work runs as its own task: a TLS
@@ -352,9 +360,15 @@ impl Client {
         conn: &Conn,
         send_start: u64,
         response: Response<hyper::body::Incoming>,
-        mode: BodyMode,
+        request: &Request<'_>,
         resp: &mut HttpResponse,
     ) {
+        let mode = request.mode;
+        // Discarded bodies hold no memory: only kept ones are limited.
+        let limit = match mode {
+            BodyMode::Keep => request.limit,
+            BodyMode::Discard => u64::MAX,
+        };
         let headers_at = now_ns();
         let (parts, mut body) = response.into_parts();
         resp.status = parts.status.as_u16();
@@ -367,16 +381,26 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
         resp.headers = Headers::from_map(parts.headers);
+        if expected.is_some_and(|n| n as u64 > limit) {
+            resp.error = Some(HttpError::body_too_large(limit));
+        }
         let mut buf = match mode {
             BodyMode::Keep => Some(self.pool.take(expected)),
             BodyMode::Discard => None,
         };
         let mut len = 0u64;
-        while let Some(frame) = body.frame().await {
+        // Dropping the body past the limit resets the stream.
+        while resp.error.is_none()
+            && let Some(frame) = body.frame().await
+        {
             match frame {
                 Ok(frame) => {
                     if let Some(data) = frame.data_ref() {
                         len += data.len() as u64;
+                        if len > limit {
+                            resp.error = Some(HttpError::body_too_large(limit));
+                            break;
+                        }
                         if let Some(b) = buf.as_mut() {
                             b.extend(data);
                         }
@@ -403,31 +427,43 @@ impl Client {
             resp.body_len = len;
             return;
         }
-        self.settle_body(resp, buf, len, mode);
+        self.settle_body(resp, buf, len, request);
     }
 
-    /// Hand the received body to the response, decoded when it is kept
-    /// and content-encoded.
+    /// Hand the received body to the response, decoded (to at most the
+    /// request's limit) when it is kept and content-encoded.
     fn settle_body(
         &self,
         resp: &mut HttpResponse,
         buf: Option<PooledBuf>,
         len: u64,
-        mode: BodyMode,
+        request: &Request<'_>,
     ) {
         resp.body_len = len;
-        let encoded = mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
+        let encoded = request.mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
         let mut buf = buf;
         if let (true, Some(raw)) = (encoded, buf.as_ref()) {
-            match decode::decode(&resp.headers, raw.as_slice()) {
+            match decode::decode(&resp.headers, raw.as_slice(), request.limit) {
                 Ok(plain) => {
                     let mut out = self.pool.take(Some(plain.len()));
                     out.extend(&plain);
                     resp.body_len = plain.len() as u64;
                     buf = Some(out);
                 }
-                Err(message) => {
+                Err(DecodeError::Invalid(message)) => {
                     resp.error = Some(HttpError::new(ErrorCode::Decompression, message));
+                    buf = None;
+                }
+                Err(DecodeError::TooLarge) => {
+                    resp.error = Some(HttpError::new(
+                        ErrorCode::DecodedTooLarge,
+                        format!(
+                            "decoded response body larger than the limit of {} bytes \
+                             (maxResponseBodySize; a decompression bomb?)",
+                            request.limit
+                        ),
+                    ));
+                    buf = None;
                 }
             }
         }
@@ -443,27 +479,66 @@ struct Request<'a> {
     cookie: Option<&'a str>,
     /// Whether the body is kept for the test or only counted.
     mode: BodyMode,
-    /// `now_ns` when the request began (before any connection).
-    started: u64,
+    /// The largest body kept, on the wire and decoded.
+    limit: u64,
 }
 
-/// A request that ran out of time: whatever it had received is dropped,
-/// and its duration is what it spent past connecting.
-fn timed_out(resp: &mut HttpResponse, started: u64, timeout: std::time::Duration) {
+/// A request that failed or was cut (its timeout, the end of the test)
+/// before its response was whole: whatever it had received is dropped;
+/// it keeps the bytes it moved, its phases add up to its duration, and
+/// its error says the phase it failed in.
+pub(crate) fn cut(resp: &mut HttpResponse, error: HttpError) {
+    let end = now_ns();
+    let f = &resp.in_flight;
     let t = &mut resp.timings;
-    t.duration = now_ns()
-        .saturating_sub(started)
-        .saturating_sub(t.blocked + t.connecting + t.tls_handshaking);
+    let phase = match &f.marks {
+        Some(marks) => {
+            (resp.bytes_sent, resp.bytes_received) =
+                (marks.written.swap(0, Relaxed), marks.read.swap(0, Relaxed));
+            cut_phases(marks, f.send_start, end, t)
+        }
+        None => {
+            // Still connecting: the time went there.
+            t.connecting = end
+                .saturating_sub(f.started)
+                .saturating_sub(t.blocked + t.tls_handshaking);
+            (t.sending, t.waiting, t.receiving, t.duration) = (0, 0, 0, 0);
+            "connecting"
+        }
+    };
     resp.status = 0;
     resp.headers.clear();
     resp.body = None;
     resp.error = Some(HttpError::new(
-        ErrorCode::RequestTimeout,
-        format!(
-            "request timeout: no complete response within {:.3}s",
-            timeout.as_secs_f64()
-        ),
+        error.code,
+        format!("{} (while {phase})", error.message),
     ));
+}
+
+/// The phases of an exchange cut at `end`, from its socket's marks; and
+/// the phase it was in: sending until the whole request was written,
+/// waiting until the first byte came back, receiving after.
+fn cut_phases(marks: &IoMarks, send_start: u64, end: u64, t: &mut Timings) -> &'static str {
+    let or_end = |at: u64| {
+        if at == 0 {
+            end
+        } else {
+            at.clamp(send_start, end)
+        }
+    };
+    let sent = or_end(marks.request_sent.load(Relaxed));
+    let first_read = or_end(marks.first_read.load(Relaxed)).max(sent);
+    t.sending = sent - send_start;
+    t.waiting = first_read - sent;
+    t.receiving = end - first_read;
+    t.duration = end - send_start;
+    if first_read < end {
+        "receiving the response"
+    } else if sent < end {
+        "waiting for the response"
+    } else {
+        "sending the request"
+    }
 }
 
 /// The request's method, once its method and header fields are known to

@@ -18,21 +18,27 @@ use std::cell::RefCell;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Waker};
+use std::task::{Context, Poll, Waker};
 
 use bytes::{BufMut, Bytes};
 use http::{Method, StatusCode};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::error::{ErrorCode, HttpError};
 use super::headers::{Headers, MAX_FIELDS, parse_response};
 use super::pool::{BodyPool, PooledBuf};
-use super::socket::Stream;
+use super::socket::{Stream, now_ns};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Largest response head (status line and headers) accepted.
 const MAX_HEAD: usize = 256 << 10;
 /// Longest chunk-size line (with extensions) of a chunked body.
 const MAX_CHUNK_LINE: usize = 4 << 10;
+/// Largest trailer section of a chunked body (as [`MAX_HEAD`]).
+const MAX_TRAILERS: usize = MAX_HEAD;
+/// Interim (1xx) responses accepted before the final one, as Go's client
+/// (`max1xxResponses`): a server that sends them forever is refused.
+const MAX_INTERIM: usize = 5;
 /// Size of a fresh scratch buffer and of each read into one.
 const READ_CHUNK: usize = 16 << 10;
 /// Request bodies up to this size go out in the same write as the head.
@@ -117,6 +123,15 @@ impl Failure {
         }
     }
 
+    /// A body that passed the request's limit of `limit` bytes.
+    fn too_large(limit: u64) -> Failure {
+        Failure {
+            error: HttpError::body_too_large(limit),
+            nothing_sent: false,
+            nothing_received: false,
+        }
+    }
+
     fn malformed(what: impl std::fmt::Display) -> Failure {
         Failure {
             error: HttpError::new(ErrorCode::Generic, format!("malformed response: {what}")),
@@ -188,33 +203,62 @@ impl H1Conn {
 
     /// Send `req` and read its whole response; the body goes into a buffer
     /// from `keep_into`, or is counted and dropped when that is `None`.
+    /// A kept body longer than `limit` bytes fails the exchange
+    /// ([`ErrorCode::ResponseTooLarge`]): the bytes read so far are counted,
+    /// and the connection, its response unfinished, is not reused.
     pub async fn exchange(
         &mut self,
         req: &Outgoing<'_>,
         keep_into: Option<&Arc<BodyPool>>,
+        limit: u64,
     ) -> Result<Received, Failure> {
         // Until the response is whole, the connection is in an unknown
         // state (a timeout drops this future midway).
         self.reusable = false;
-        self.send(req).await?;
-        let (received, reusable) = self.receive(req.method, keep_into).await?;
-        self.reusable = reusable && !req.has_token("connection", "close");
+        // Discarded bodies hold no memory: only kept ones are limited.
+        let limit = if keep_into.is_some() { limit } else { u64::MAX };
+        let whole = match self.send(req).await {
+            Ok(whole) => whole,
+            Err(failed) => {
+                // The server may have answered and closed before taking
+                // the whole body (a 413, say): its response is the result.
+                if failed.nothing_sent {
+                    return Err(failed);
+                }
+                return match self.receive(req.method, keep_into, limit).await {
+                    Ok((received, _)) => Ok(received),
+                    Err(_) => Err(failed),
+                };
+            }
+        };
+        if whole {
+            self.stream.marks().request_sent.store(now_ns(), Relaxed);
+        }
+        let (received, reusable) = self.receive(req.method, keep_into, limit).await?;
+        // A request cut short by an early answer leaves the connection
+        // out of step.
+        self.reusable = whole && reusable && !req.has_token("connection", "close");
         Ok(received)
     }
 
-    async fn send(&mut self, req: &Outgoing<'_>) -> Result<(), Failure> {
+    /// Write the request. Returns false when the server answered before
+    /// a large body was all written (it stops being written then).
+    async fn send(&mut self, req: &Outgoing<'_>) -> Result<bool, Failure> {
         let mut head = Scratch::take();
         let chunked = encode_head(&mut head.0, req);
         let body = req.body;
         let mut sent = 0usize;
         let result = async {
+            let mut whole = true;
             if chunked {
                 if !body.is_empty() {
                     head.0
                         .extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
                     write(&mut self.stream, &head.0, &mut sent).await?;
-                    write(&mut self.stream, body, &mut sent).await?;
-                    write(&mut self.stream, b"\r\n0\r\n\r\n", &mut sent).await?;
+                    whole = write_unless_answered(&mut self.stream, body, &mut sent).await?;
+                    if whole {
+                        write(&mut self.stream, b"\r\n0\r\n\r\n", &mut sent).await?;
+                    }
                 } else {
                     head.0.extend_from_slice(b"0\r\n\r\n");
                     write(&mut self.stream, &head.0, &mut sent).await?;
@@ -224,9 +268,9 @@ impl H1Conn {
                 write(&mut self.stream, &head.0, &mut sent).await?;
             } else {
                 write(&mut self.stream, &head.0, &mut sent).await?;
-                write(&mut self.stream, body, &mut sent).await?;
+                whole = write_unless_answered(&mut self.stream, body, &mut sent).await?;
             }
-            self.stream.flush().await
+            self.stream.flush().await.map(|()| whole)
         }
         .await;
         result.map_err(|e| Failure {
@@ -242,15 +286,23 @@ impl H1Conn {
         &mut self,
         method: &Method,
         keep_into: Option<&Arc<BodyPool>>,
+        limit: u64,
     ) -> Result<(Received, bool), Failure> {
         // The server works on the request while no buffer is held.
         self.stream.readable().await;
         let mut rb = Scratch::take();
+        let mut interim = 0;
         let head = loop {
             if !rb.0.is_empty() {
                 match parse_head(&rb.0)? {
                     Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
                         // 1xx: an interim response; the final one follows.
+                        interim += 1;
+                        if interim > MAX_INTERIM {
+                            return Err(Failure::malformed(format!(
+                                "more than {MAX_INTERIM} interim (1xx) responses"
+                            )));
+                        }
                         rb.0.drain(..head.len);
                         continue;
                     }
@@ -278,6 +330,12 @@ impl H1Conn {
             } else {
                 !head.fields.close
             };
+        if let Framing::Length(n) = framing
+            && n > limit
+        {
+            // Refused before a byte of it is read.
+            return Err(Failure::too_large(limit));
+        }
         let mut body = keep_into.map(|pool| {
             pool.take(match framing {
                 Framing::Length(n) => usize::try_from(n).ok(),
@@ -301,10 +359,12 @@ impl H1Conn {
                 }
             }
             Framing::Chunked => {
-                pos = self.read_chunked(&mut body, &mut rb, pos, &mut len).await?;
+                pos = self
+                    .read_chunked(&mut body, &mut rb, pos, &mut len, limit)
+                    .await?;
             }
             Framing::UntilClose => {
-                len = self.read_to_end(&mut body, &mut rb, pos).await?;
+                len = self.read_to_end(&mut body, &mut rb, pos, limit).await?;
                 pos = rb.0.len();
             }
         }
@@ -359,26 +419,40 @@ impl H1Conn {
         Ok(n)
     }
 
-    /// Read a chunked body whose first bytes are `rb[pos..]`. Returns the
-    /// position in `rb` after the last chunk and its trailers.
+    /// Read a chunked body whose first bytes are `rb[pos..]`, of at most
+    /// `limit` bytes. Returns the position in `rb` after the last chunk and
+    /// its trailers.
     async fn read_chunked(
         &mut self,
         body: &mut Option<PooledBuf>,
         rb: &mut Scratch,
         mut pos: usize,
         len: &mut u64,
+        limit: u64,
     ) -> Result<usize, Failure> {
         loop {
             let line = self.line(rb, &mut pos).await?;
             let size = chunk_size(&rb.0[line.clone()])?;
             if size == 0 {
-                // Trailer fields, up to an empty line; they are dropped.
+                // Trailer fields, up to an empty line; they are dropped,
+                // but a section without end is refused.
+                let mut trailers = 0usize;
                 loop {
                     let line = self.line(rb, &mut pos).await?;
                     if line.is_empty() {
                         return Ok(pos);
                     }
+                    trailers += line.len() + 2;
+                    if trailers > MAX_TRAILERS {
+                        return Err(Failure::malformed(format!(
+                            "trailer section larger than {} KiB",
+                            MAX_TRAILERS >> 10
+                        )));
+                    }
                 }
+            }
+            if size > limit.saturating_sub(*len) {
+                return Err(Failure::too_large(limit));
             }
             let mut remaining = size;
             while remaining > 0 {
@@ -425,15 +499,20 @@ impl H1Conn {
 
     /// A body delimited by the end of the connection, whose first bytes
     /// are `rb[pos..]`.
+    /// `limit` bounds what is kept: one byte past it fails the exchange.
     async fn read_to_end(
         &mut self,
         body: &mut Option<PooledBuf>,
         rb: &mut Scratch,
         pos: usize,
+        limit: u64,
     ) -> Result<u64, Failure> {
         let mut len = (rb.0.len() - pos) as u64;
         keep(body, &rb.0[pos..]);
         loop {
+            if len > limit {
+                return Err(Failure::too_large(limit));
+            }
             rb.0.clear();
             let got = match body {
                 Some(b) => {
@@ -441,7 +520,10 @@ impl H1Conn {
                     if buf.capacity() - buf.len() < READ_CHUNK / 4 {
                         buf.reserve(READ_CHUNK);
                     }
-                    self.stream.read_buf(buf).await
+                    // Never more than one byte past the limit.
+                    let room = usize::try_from(limit.saturating_sub(len).saturating_add(1))
+                        .unwrap_or(usize::MAX);
+                    self.stream.read_buf(&mut buf.limit(room)).await
                 }
                 None => self.stream.read_buf(&mut rb.0).await,
             };
@@ -465,6 +547,38 @@ async fn write(stream: &mut Stream, bytes: &[u8], sent: &mut usize) -> io::Resul
         *sent += n;
     }
     Ok(())
+}
+
+/// Write a request body, unless the server answers first (a 413 before
+/// the upload is done, say): then stop and return false, so that the
+/// answer is read rather than the upload failing against a closed socket.
+async fn write_unless_answered(
+    stream: &mut Stream,
+    bytes: &[u8],
+    sent: &mut usize,
+) -> io::Result<bool> {
+    let mut at = 0;
+    while at < bytes.len() {
+        let step =
+            std::future::poll_fn(
+                |cx| match Pin::new(&mut *stream).poll_write(cx, &bytes[at..]) {
+                    Poll::Ready(written) => Poll::Ready(Some(written)),
+                    Poll::Pending if stream.poll_answered(cx) => Poll::Ready(None),
+                    Poll::Pending => Poll::Pending,
+                },
+            )
+            .await;
+        match step {
+            None => return Ok(false),
+            Some(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+            Some(Ok(n)) => {
+                at += n;
+                *sent += n;
+            }
+            Some(Err(e)) => return Err(e),
+        }
+    }
+    Ok(true)
 }
 
 fn keep(body: &mut Option<PooledBuf>, bytes: &[u8]) {
@@ -842,7 +956,7 @@ mod tests {
         ])
         .await;
         let r = conn
-            .exchange(&get(&Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .expect("chunked");
         assert_eq!(
@@ -851,13 +965,13 @@ mod tests {
         );
         assert!(conn.check_idle());
         let r = conn
-            .exchange(&get(&Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .expect("1xx");
         assert_eq!((r.status, text(&r)), (201, &b"abc"[..]));
         assert!(conn.check_idle());
         let r = conn
-            .exchange(&get(&Method::HEAD), Some(&pool))
+            .exchange(&get(&Method::HEAD), Some(&pool), u64::MAX)
             .await
             .expect("head");
         assert_eq!((r.status, r.body_len), (200, 0));
@@ -872,12 +986,12 @@ mod tests {
         let pool = BodyPool::new(8);
         let mut conn = scripted(vec![reply(&[&resp], false), reply(&[&resp], false)]).await;
         let r = conn
-            .exchange(&get(&Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .expect("kept");
         assert!(text(&r) == body.as_slice());
         let r = conn
-            .exchange(&get(&Method::GET), None)
+            .exchange(&get(&Method::GET), None, u64::MAX)
             .await
             .expect("discarded");
         assert_eq!((r.body.is_none(), r.body_len), (true, 1_000_000));
@@ -894,7 +1008,7 @@ mod tests {
         )])
         .await;
         let r = conn
-            .exchange(&get(&Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .expect("1.0");
         assert_eq!((r.http10, text(&r)), (true, &b"until close"[..]));
@@ -905,14 +1019,14 @@ mod tests {
             true,
         )])
         .await;
-        conn.exchange(&get(&Method::GET), Some(&pool))
+        conn.exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .expect("close");
         assert!(!conn.is_reusable());
 
         // A kept-alive connection the server closes while idle.
         let mut conn = scripted(vec![reply(&[b"HTTP/1.1 204 No Content\r\n\r\n"], true)]).await;
-        conn.exchange(&get(&Method::GET), Some(&pool))
+        conn.exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .expect("204");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -925,7 +1039,7 @@ mod tests {
         let pool = BodyPool::new(8);
         let mut conn = scripted(vec![reply(pieces, true)]).await;
         let failure = conn
-            .exchange(&get(&Method::GET), Some(&pool))
+            .exchange(&get(&Method::GET), Some(&pool), u64::MAX)
             .await
             .err()
             .expect("the exchange fails");
@@ -945,6 +1059,124 @@ mod tests {
         // Closed before any byte of a response: safe to send again.
         let (f, _) = failed_get(&[]).await;
         assert!(f.nothing_received && may_retry(&Method::GET, &f));
+    }
+
+    /// How a GET whose body may be at most `limit` bytes fails against
+    /// a server that answers with `pieces` and closes.
+    async fn limited_get(pieces: &[&[u8]], limit: u64) -> Failure {
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(pieces, true)]).await;
+        conn.exchange(&get(&Method::GET), Some(&pool), limit)
+            .await
+            .err()
+            .expect("the exchange fails")
+    }
+
+    #[tokio::test]
+    async fn kept_bodies_past_the_limit_fail_however_they_are_framed() {
+        let sized = limited_get(&[b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n"], 10).await;
+        assert_eq!(
+            sized.error.code,
+            ErrorCode::ResponseTooLarge,
+            "{}",
+            sized.error
+        );
+        let chunked = limited_get(
+            &[b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nhello \r\n6\r\nworld!\r\n0\r\n\r\n"],
+            10,
+        )
+        .await;
+        assert_eq!(chunked.error.code, ErrorCode::ResponseTooLarge);
+        let until_close = limited_get(&[b"HTTP/1.0 200 OK\r\n\r\nhello ", b"world!"], 10).await;
+        assert_eq!(until_close.error.code, ErrorCode::ResponseTooLarge);
+        // Exactly the limit is fine.
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(&[b"HTTP/1.0 200 OK\r\n\r\nhello worl"], true)]).await;
+        let r = conn
+            .exchange(&get(&Method::GET), Some(&pool), 10)
+            .await
+            .expect("10 bytes");
+        assert_eq!(text(&r), b"hello worl");
+        // Discarded bodies hold nothing, so they are not limited.
+        let mut conn = scripted(vec![reply(
+            &[b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello world"],
+            true,
+        )])
+        .await;
+        let r = conn
+            .exchange(&get(&Method::GET), None, 10)
+            .await
+            .expect("discarded");
+        assert_eq!(r.body_len, 11);
+    }
+
+    #[tokio::test]
+    async fn endless_interim_responses_and_trailers_are_refused() {
+        let flood = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM + 1);
+        let f = limited_get(&[&flood], u64::MAX).await;
+        assert!(f.error.message.contains("interim"), "{}", f.error);
+        // As many as Go's client takes still work.
+        let mut ok = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM);
+        ok.extend_from_slice(b"HTTP/1.1 204 No Content\r\n\r\n");
+        let pool = BodyPool::new(8);
+        let mut conn = scripted(vec![reply(&[&ok], true)]).await;
+        let r = conn
+            .exchange(&get(&Method::GET), Some(&pool), u64::MAX)
+            .await
+            .expect("five interim responses");
+        assert_eq!(r.status, 204);
+        let mut trailers = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\n".to_vec();
+        for i in 0..MAX_TRAILERS / 16 {
+            trailers.extend_from_slice(format!("x-t: {i:>10}\r\n").as_bytes());
+        }
+        let f = limited_get(&[&trailers], u64::MAX).await;
+        assert!(f.error.message.contains("trailer"), "{}", f.error);
+    }
+
+    /// A server that answers 413 as soon as it has the head, and closes
+    /// without reading the body: the client sees the 413, not a failed
+    /// upload.
+    #[tokio::test]
+    async fn an_answer_before_the_upload_ends_is_the_response() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.expect("accept");
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let mut buf = [0u8; 1024];
+                match sock.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = sock
+                .write_all(b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                .await;
+            // Hold the socket (unread body and all) until the client is
+            // done, so that the answer, not a reset, is what it finds.
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        });
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let mut conn = H1Conn::new(Stream::Plain(MeteredIo::new(
+            stream,
+            Arc::new(IoMarks::default()),
+        )));
+        let body = vec![b'x'; 64 << 20];
+        let req = Outgoing {
+            body: &body,
+            ..get(&Method::POST)
+        };
+        let pool = BodyPool::new(8);
+        let r = tokio::time::timeout(
+            std::time::Duration::from_secs(4),
+            conn.exchange(&req, Some(&pool), u64::MAX),
+        )
+        .await
+        .expect("the answer ends the upload")
+        .expect("a response");
+        assert_eq!(r.status, 413);
+        assert!(!conn.is_reusable());
     }
 
     fn head_of(req: Outgoing<'_>) -> (String, bool) {

@@ -31,7 +31,7 @@ mod target;
 mod tls;
 mod vu;
 
-pub use client::{Client, ClientConfig, RequestSpec};
+pub use client::{Client, ClientConfig, DEFAULT_MAX_BODY_SIZE, RequestSpec};
 pub use cookies::{CookieJar, StoredCookie};
 pub use error::{ErrorCode, HttpError};
 pub use headers::Headers;
@@ -88,6 +88,21 @@ pub struct HttpResponse {
     pub hops: Vec<HttpResponse>,
     /// How many redirects led here, once `hops` were recorded.
     pub redirects: u32,
+    /// How far the request got, while it is in flight.
+    pub(crate) in_flight: InFlight,
+}
+
+/// How far a request has got, kept in its response while it is in flight:
+/// a request cut midway (by its timeout, or by the end of the test) is
+/// recorded with the bytes it moved and the phase it was in, though the
+/// future that was sending it is gone.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    /// `now_ns` when the request began (before any connection).
+    pub started: u64,
+    /// The connection's marks once it has one, and when sending began.
+    pub marks: Option<std::sync::Arc<socket::IoMarks>>,
+    pub send_start: u64,
 }
 
 impl HttpResponse {
@@ -125,6 +140,7 @@ pub fn empty_response(method: &str, url: &str) -> HttpResponse {
         expected: false,
         hops: Vec::new(),
         redirects: 0,
+        in_flight: InFlight::default(),
     }
 }
 
@@ -134,4 +150,17 @@ pub fn failed(method: &str, url: &str, error: HttpError) -> HttpResponse {
         error: Some(error),
         ..empty_response(method, url)
     }
+}
+
+/// A request the test's end cut before its response was whole (the
+/// future sending it was dropped): [`ErrorCode::Interrupted`], with the
+/// bytes it moved and the phase it was cut in.
+pub fn interrupted(resp: &mut HttpResponse) {
+    exchange::cut(
+        resp,
+        HttpError::new(
+            ErrorCode::Interrupted,
+            "request interrupted by the end of the test",
+        ),
+    );
 }

@@ -51,6 +51,9 @@ pub struct IoMarks {
     pub last_write: AtomicU64,
     /// `now_ns` of the first read that returned data, 0 when none yet.
     pub first_read: AtomicU64,
+    /// When the whole request of the current exchange was written (0:
+    /// not yet), so that a failure can say in which phase it happened.
+    pub request_sent: AtomicU64,
 }
 
 /// A TCP stream that reports to [`IoMarks`].
@@ -136,6 +139,24 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// Whether the peer has sent something (or closed) while a write
+    /// waits. Plain sockets only: on TLS, telling would mean reading
+    /// records, so a TLS upload runs to its end or its error.
+    pub fn poll_answered(&self, cx: &mut Context<'_>) -> bool {
+        match self {
+            Stream::Plain(io) => io.inner.poll_read_ready(cx).is_ready(),
+            Stream::Tls(_) => false,
+        }
+    }
+
+    /// The marks of the socket under this stream.
+    pub fn marks(&self) -> &IoMarks {
+        match self {
+            Stream::Plain(io) => &io.marks,
+            Stream::Tls(tls) => &tls.get_ref().0.marks,
+        }
+    }
+
     /// Wait until the socket has something to read (or failed). Plain
     /// sockets only: TLS may hold decrypted bytes the socket no longer
     /// shows, so there a read is the only way to know.

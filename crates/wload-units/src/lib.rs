@@ -1,9 +1,11 @@
-//! The leaf of wload's crate graph: how durations are read and how numbers,
+//! The leaf of wload's crate graph: how durations and sizes are read and how numbers,
 //! durations and byte counts are shown, the same way in every layer (flags,
 //! options, thresholds, executors' descriptions, summaries, progress).
 //! It knows nothing of HTTP, wasm or metrics, so any crate may use it.
 
 mod duration;
 pub mod format;
+mod size;
 
 pub use duration::{duration_value, parse_duration};
+pub use size::{parse_size, size_value};

@@ -120,6 +120,7 @@ impl std::fmt::Debug for Response {
 pub struct Request {
     req: wit::Request,
     opts: wit::RequestOptions,
+    limits: wit::RequestLimits,
 }
 
 impl Request {
@@ -140,6 +141,9 @@ impl Request {
                 max_redirects: None,
                 expected_statuses: None,
                 body_mode: None,
+            },
+            limits: wit::RequestLimits {
+                max_body_size: None,
             },
         }
     }
@@ -241,13 +245,27 @@ impl Request {
         );
         self
     }
+    /// Keep at most `bytes` of the response body, on the wire and once
+    /// decoded (the run's default: `--max-response-body-size`, 64 MiB).
+    /// Past it the request fails with error code 1060 (1702 decoded).
+    pub fn max_body_size(mut self, bytes: u64) -> Self {
+        self.limits.max_body_size = Some(bytes);
+        self
+    }
     fn has_options(&self) -> bool {
         let o = &self.opts;
         o.max_redirects.is_some() || o.expected_statuses.is_some() || o.body_mode.is_some()
     }
+    fn has_limits(&self) -> bool {
+        self.limits.max_body_size.is_some()
+    }
     /// Send the request and wait for the whole response.
     pub fn send(self) -> Response {
-        if self.has_options() {
+        // The plainest call that carries what was set, so that a test
+        // only imports what it uses.
+        if self.has_limits() {
+            Response(wit::send_with_limits(&self.req, &self.opts, self.limits))
+        } else if self.has_options() {
             Response(wit::send_with(&self.req, &self.opts))
         } else {
             Response(wit::send(&self.req))
@@ -269,6 +287,16 @@ pub fn post(url: &str, body: impl Into<Vec<u8>>) -> Response {
 /// The run's `--batch` and `--batch-per-host` bound how many are in
 /// flight.
 pub fn batch(requests: Vec<Request>) -> Vec<Response> {
+    if requests.iter().any(Request::has_limits) {
+        let reqs: Vec<(wit::Request, wit::RequestOptions, wit::RequestLimits)> = requests
+            .into_iter()
+            .map(|r| (r.req, r.opts, r.limits))
+            .collect();
+        return wit::batch_with_limits(&reqs)
+            .into_iter()
+            .map(Response)
+            .collect();
+    }
     if requests.iter().any(Request::has_options) {
         let reqs: Vec<(wit::Request, wit::RequestOptions)> =
             requests.into_iter().map(|r| (r.req, r.opts)).collect();

@@ -44,7 +44,13 @@ impl BenchVu {
             setup_data,
             run_tags: TagSet::empty(),
         });
-        let scenario = VuScenario::new("default", HashMap::new(), [], &TagSet::empty());
+        let scenario = VuScenario::new(
+            "default",
+            HashMap::new(),
+            [],
+            &TagSet::empty(),
+            Default::default(),
+        );
         let state = VuState::new(shared, &sandbox, 1, scenario);
         let mut store = host::new_store(&sandbox.engine, state);
         let test = pre

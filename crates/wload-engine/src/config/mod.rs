@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use wload_http::ClientConfig;
 use wload_metrics::threshold::{self, Threshold};
-use wload_units::{duration_value, parse_duration};
+use wload_units::{duration_value, parse_duration, size_value};
 
 use crate::executor::ScenarioConfig;
 
@@ -38,6 +38,8 @@ pub struct HttpOptions {
     pub batch_per_host: Option<u32>,
     pub max_redirects: Option<u32>,
     pub user_agent: Option<String>,
+    /// `maxResponseBodySize`, in bytes (wload's own; k6 has no limit).
+    pub max_response_body_size: Option<u64>,
 }
 
 impl HttpOptions {
@@ -76,6 +78,23 @@ impl HttpOptions {
             batch: count("batch", 1, errors),
             batch_per_host: count("batchPerHost", 1, errors),
             max_redirects: count("maxRedirects", 0, errors),
+            max_response_body_size: options.get("maxResponseBodySize").and_then(
+                |v| match size_value(v) {
+                    Ok(0) => {
+                        errors.push(
+                            "maxResponseBodySize: must be at least 1 byte (to keep no body, \
+                             use discardResponseBodies)"
+                                .to_owned(),
+                        );
+                        None
+                    }
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        errors.push(format!("maxResponseBodySize: {e}"));
+                        None
+                    }
+                },
+            ),
             user_agent: options.get("userAgent").and_then(|v| match v.as_str() {
                 Some(s) => Some(s.to_owned()),
                 None => {
@@ -111,6 +130,9 @@ impl HttpOptions {
         }
         if let Some(v) = &self.user_agent {
             config.user_agent = v.clone();
+        }
+        if let Some(v) = self.max_response_body_size {
+            config.max_body_size = v;
         }
     }
 }
@@ -153,6 +175,9 @@ pub fn env_layer(vars: impl IntoIterator<Item = (String, String)>) -> Result<Map
             }
             "WLOAD_DURATION" => {
                 out.insert("duration".into(), json!(value));
+            }
+            "WLOAD_MAX_RESPONSE_BODY_SIZE" => {
+                out.insert("maxResponseBodySize".into(), json!(value));
             }
             "WLOAD_STAGES" => {
                 let stages = value
@@ -323,7 +348,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
             wload_output::default_trend_stats()
         }
     };
-    const KNOWN: [&str; 18] = [
+    const KNOWN: [&str; 19] = [
         "summaryTrendStats",
         "thresholds",
         "scenarios",
@@ -342,6 +367,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         "batchPerHost",
         "maxRedirects",
         "userAgent",
+        "maxResponseBodySize",
     ];
     for key in options.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
         unsupported.push(key.clone());

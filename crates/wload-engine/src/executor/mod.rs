@@ -359,11 +359,14 @@ pub async fn iterate(
     lateness: Option<Duration>,
     cut: impl Future<Output = ()>,
 ) -> Outcome {
+    // The iteration first: a request it waits on sees the hard stop
+    // itself, and is recorded as interrupted before the call ends; a
+    // guest that computes or sleeps is cut by the stop below.
     let outcome = tokio::select! {
         biased;
+        o = vu.iterate(&sc.run.failures, lateness) => o,
         _ = &mut *hard => Outcome::Interrupted,
         _ = cut => Outcome::Interrupted,
-        o = vu.iterate(&sc.run.failures, lateness) => o,
     };
     let p = &sc.run.progress;
     match &outcome {

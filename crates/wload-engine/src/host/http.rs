@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use wasmtime::component::Resource;
 
-use super::VuState;
 use super::record::record_request;
 use super::wload::test::http::{self as wit, Host, HostResponse};
+use super::{Stopped, VuScenario, VuState};
 use crate::task::Owned;
 use wload_http::{
     BodyMode, Client, CookieJar, ErrorCode, HttpError, HttpResponse, RequestSpec, VuConnections,
@@ -30,11 +30,19 @@ use wload_metrics::Tags;
 /// From this many VUs in the pool on, requests run as tasks of their own.
 pub(super) const SPAWN_FROM_VUS: u32 = 256;
 
+/// A guest request of a batch with what came with it.
+type Guest = (
+    wit::Request,
+    Option<wit::RequestOptions>,
+    Option<wit::RequestLimits>,
+);
+
 /// A guest request split into what the client needs and what the
 /// metrics need.
 fn split(
     req: wit::Request,
     opts: Option<wit::RequestOptions>,
+    limits: Option<wit::RequestLimits>,
 ) -> (RequestSpec, Option<String>, Vec<(String, String)>) {
     let mut spec = RequestSpec {
         method: req.method,
@@ -49,6 +57,7 @@ fn split(
         },
         max_redirects: None,
         expected_statuses: None,
+        max_body_size: limits.and_then(|l| l.max_body_size),
     };
     if let Some(o) = opts {
         spec.max_redirects = o.max_redirects;
@@ -82,23 +91,38 @@ impl VuState {
         name: Option<String>,
         tags: &Tags,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.record(&mut resp, name.as_deref(), tags);
+        Ok(self.table.push(resp)?)
+    }
+
+    /// Record requests the hard stop cut (each already marked
+    /// [`wload_http::interrupted`]), and end the guest's call: the VU's
+    /// iteration is over, interrupted, as k6 ends it.
+    fn interrupted(&mut self, cut: Vec<(HttpResponse, Option<String>, Tags)>) -> wasmtime::Error {
+        for (mut resp, name, tags) in cut {
+            self.record(&mut resp, name.as_deref(), &tags);
+        }
+        self.stopped = Some(Stopped::HardStop);
+        wasmtime::Error::msg("the run was stopped")
+    }
+
+    /// Record the response and its redirect hops.
+    fn record(&mut self, resp: &mut HttpResponse, name: Option<&str>, tags: &Tags) {
         let rec = &self.shared.recorder;
         let lateness = self.lateness.map(|l| l.as_nanos() as u64);
         // Requests with only the VU's own tags (nearly all) take their
         // tag sets from the VU's cache.
         let cached = Arc::ptr_eq(tags, self.tags());
-        for hop in resp.hops.iter().chain([&resp]) {
+        for hop in resp.hops.iter().chain([&*resp]) {
             if cached {
-                self.request_tags
-                    .record(rec, tags, name.as_deref(), hop, lateness);
+                self.request_tags.record(rec, tags, name, hop, lateness);
             } else {
-                record_request(rec, tags, name.as_deref(), hop, lateness);
+                record_request(rec, tags, name, hop, lateness);
             }
         }
         // The guest only needs how many hops there were.
         resp.redirects = resp.hops.len() as u32;
         resp.hops = Vec::new();
-        Ok(self.table.push(resp)?)
     }
 
     /// Connections do not outlive an iteration with
@@ -112,12 +136,16 @@ impl VuState {
         &mut self,
         req: wit::Request,
         opts: Option<wit::RequestOptions>,
+        limits: Option<wit::RequestLimits>,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
         self.note_iteration();
-        let (spec, name, tags) = split(req, opts);
+        let (mut spec, name, tags) = split(req, opts, limits);
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
         let resp = if self.spawn_requests {
+            // What the record of a cut request needs, once the task that
+            // owns the request is gone.
+            let cut = (spec.method.clone(), spec.url.clone());
             let conns = self.conns.clone();
             // The task's future stays small (boxed inside), since tokio
             // moves it by value through several frames of the fiber while
@@ -125,16 +153,29 @@ impl VuState {
             // Cancelled when the VU stops waiting for it (the run was
             // stopped mid-request), as an inline future would be.
             let task = Owned::spawn(async move { Box::pin(client.send(&conns, spec)).await });
-            task.await.unwrap_or_else(|e| {
-                wload_http::failed(
-                    "",
-                    "",
-                    HttpError::new(ErrorCode::Generic, format!("request task failed: {e}")),
-                )
-            })
+            match unless_hard_stopped(&self.scenario, task).await {
+                Some(done) => done.unwrap_or_else(|e| {
+                    wload_http::failed(
+                        "",
+                        "",
+                        HttpError::new(ErrorCode::Generic, format!("request task failed: {e}")),
+                    )
+                }),
+                None => {
+                    let mut resp = wload_http::empty_response(&cut.0, &cut.1);
+                    wload_http::interrupted(&mut resp);
+                    return Err(self.interrupted(vec![(resp, name, tags)]));
+                }
+            }
         } else {
             let mut resp = wload_http::empty_response("", "");
-            send_inline(client, &self.conns, spec, &mut resp).await;
+            let sent = send_inline(client, &self.conns, &mut spec, &mut resp);
+            if unless_hard_stopped(&self.scenario, sent).await.is_none() {
+                resp.method = std::mem::take(&mut spec.method);
+                resp.url = std::mem::take(&mut spec.url);
+                wload_http::interrupted(&mut resp);
+                return Err(self.interrupted(vec![(resp, name, tags)]));
+            }
             resp
         };
         self.resume_guest();
@@ -143,35 +184,57 @@ impl VuState {
 
     async fn send_many(
         &mut self,
-        reqs: Vec<(wit::Request, Option<wit::RequestOptions>)>,
+        reqs: Vec<Guest>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
         self.note_iteration();
         let mut specs = Vec::with_capacity(reqs.len());
         let mut meta = Vec::with_capacity(reqs.len());
-        for (req, opts) in reqs {
-            let (spec, name, tags) = split(req, opts);
+        for (req, opts, limits) in reqs {
+            let (spec, name, tags) = split(req, opts, limits);
             specs.push(spec);
             meta.push((name, self.tags_with(tags)));
         }
+        // What the records of cut requests need: the batch owns the specs.
+        let targets: Vec<(String, String)> = specs
+            .iter()
+            .map(|s| (s.method.clone(), s.url.clone()))
+            .collect();
         let client = self.shared.client.clone();
-        let resps = if self.spawn_requests {
+        let sent = if self.spawn_requests {
             let conns = self.conns.clone();
             let task = Owned::spawn(async move { Box::pin(client.batch(&conns, specs)).await });
-            task.await.unwrap_or_else(|e| {
-                // The batch's own tasks end with it; none of its responses
-                // came.
-                let failed = || {
-                    wload_http::failed(
-                        "",
-                        "",
-                        HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
-                    )
-                };
-                meta.iter().map(|_| failed()).collect()
-            })
+            unless_hard_stopped(&self.scenario, task)
+                .await
+                .map(|done| done.map_err(|e| e.to_string()))
         } else {
-            batch_inline(client, &self.conns, specs).await
+            unless_hard_stopped(&self.scenario, batch_inline(client, &self.conns, specs))
+                .await
+                .map(Ok)
         };
+        let Some(resps) = sent else {
+            let cut = targets
+                .iter()
+                .zip(meta)
+                .map(|((method, url), (name, tags))| {
+                    let mut resp = wload_http::empty_response(method, url);
+                    wload_http::interrupted(&mut resp);
+                    (resp, name, tags)
+                })
+                .collect();
+            return Err(self.interrupted(cut));
+        };
+        let resps = resps.unwrap_or_else(|e| {
+            // The batch's own tasks end with it; none of its responses
+            // came.
+            let failed = || {
+                wload_http::failed(
+                    "",
+                    "",
+                    HttpError::new(ErrorCode::Generic, format!("batch task failed: {e}")),
+                )
+            };
+            meta.iter().map(|_| failed()).collect()
+        });
         self.resume_guest();
         resps
             .into_iter()
@@ -188,10 +251,25 @@ impl VuState {
 fn send_inline<'a>(
     client: Arc<Client>,
     conns: &'a VuConnections,
-    spec: RequestSpec,
+    spec: &'a mut RequestSpec,
     out: &'a mut HttpResponse,
 ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
     Box::pin(async move { client.send_into(conns, spec, out).await })
+}
+
+/// `work`'s output, or `None` when the scenario or the run is stopped hard
+/// first (checked before each poll). No waiter of its own is registered:
+/// the VU's task is woken by the hard stop already (the executor's
+/// [`crate::executor::HardStop`]), and that poll sees the flag.
+async fn unless_hard_stopped<T>(scenario: &VuScenario, work: impl Future<Output = T>) -> Option<T> {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(|cx| {
+        if scenario.hard_stopped() {
+            return std::task::Poll::Ready(None);
+        }
+        work.as_mut().poll(cx).map(Some)
+    })
+    .await
 }
 
 /// [`send_inline`] for a batch.
@@ -206,14 +284,14 @@ fn batch_inline(
 
 impl Host for VuState {
     async fn send(&mut self, req: wit::Request) -> wasmtime::Result<Resource<HttpResponse>> {
-        self.send_one(req, None).await
+        self.send_one(req, None, None).await
     }
 
     async fn batch(
         &mut self,
         reqs: Vec<wit::Request>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
-        self.send_many(reqs.into_iter().map(|r| (r, None)).collect())
+        self.send_many(reqs.into_iter().map(|r| (r, None, None)).collect())
             .await
     }
 
@@ -222,15 +300,36 @@ impl Host for VuState {
         req: wit::Request,
         options: wit::RequestOptions,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
-        self.send_one(req, Some(options)).await
+        self.send_one(req, Some(options), None).await
     }
 
     async fn batch_with(
         &mut self,
         reqs: Vec<(wit::Request, wit::RequestOptions)>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
-        self.send_many(reqs.into_iter().map(|(r, o)| (r, Some(o))).collect())
+        self.send_many(reqs.into_iter().map(|(r, o)| (r, Some(o), None)).collect())
             .await
+    }
+
+    async fn send_with_limits(
+        &mut self,
+        req: wit::Request,
+        options: wit::RequestOptions,
+        limits: wit::RequestLimits,
+    ) -> wasmtime::Result<Resource<HttpResponse>> {
+        self.send_one(req, Some(options), Some(limits)).await
+    }
+
+    async fn batch_with_limits(
+        &mut self,
+        reqs: Vec<(wit::Request, wit::RequestOptions, wit::RequestLimits)>,
+    ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
+        self.send_many(
+            reqs.into_iter()
+                .map(|(r, o, l)| (r, Some(o), Some(l)))
+                .collect(),
+        )
+        .await
     }
 
     fn cookies(&mut self, url: String) -> wasmtime::Result<Vec<(String, String)>> {

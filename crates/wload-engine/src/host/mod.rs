@@ -19,6 +19,7 @@ mod metrics;
 mod record;
 mod vu;
 
+use crate::stop::StopSignal;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -43,6 +44,8 @@ wasmtime::component::bindgen!({
         "wload:test/http.batch": async | trappable,
         "wload:test/http.send-with": async | trappable,
         "wload:test/http.batch-with": async | trappable,
+        "wload:test/http.send-with-limits": async | trappable,
+        "wload:test/http.batch-with-limits": async | trappable,
         "wload:test/vu.sleep": async | trappable,
         default: trappable,
     },
@@ -72,6 +75,9 @@ pub struct VuScenario {
     pub env: HashMap<String, String>,
     /// The run's tags, the scenario's tags and `scenario=<name>`.
     pub tags: Tags,
+    /// The scenario's stop and the run's: a hard stop of either cuts
+    /// the VU's request in flight, which is recorded as interrupted.
+    pub stops: [Arc<StopSignal>; 2],
 }
 
 impl VuScenario {
@@ -80,6 +86,7 @@ impl VuScenario {
         env: HashMap<String, String>,
         tags: impl IntoIterator<Item = (String, String)>,
         run_tags: &TagSet,
+        stops: [Arc<StopSignal>; 2],
     ) -> Arc<VuScenario> {
         let tags = run_tags.with(
             tags.into_iter()
@@ -89,7 +96,13 @@ impl VuScenario {
             name: name.into(),
             env,
             tags: Arc::new(tags),
+            stops,
         })
+    }
+
+    /// Whether the scenario or the run was stopped hard.
+    pub fn hard_stopped(&self) -> bool {
+        self.stops.iter().any(|s| s.hard_stopped())
     }
 }
 

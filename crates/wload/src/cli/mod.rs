@@ -205,6 +205,11 @@ struct HttpArgs {
     /// none). [k6: maxRedirects]
     #[arg(long)]
     max_redirects: Option<u32>,
+    /// Largest response body kept, on the wire and again once decoded,
+    /// e.g. 64MiB (the default), 10MB, 1048576: past it the request fails
+    /// with error code 1060 (1702 decoded). [wload: maxResponseBodySize]
+    #[arg(long, value_parser = parse_size_text)]
+    max_response_body_size: Option<String>,
     /// Read and count response bodies but keep none, unless a request asks.
     /// [k6: discardResponseBodies]
     #[arg(long)]
@@ -290,6 +295,16 @@ impl HttpArgs {
         if let Some(ua) = &self.user_agent {
             m.insert("userAgent".into(), json!(ua));
         }
+        if let Some(size) = &self.max_response_body_size {
+            m.insert("maxResponseBodySize".into(), json!(size));
+        }
+    }
+}
+
+fn parse_size_text(s: &str) -> Result<String, String> {
+    match wload_units::parse_size(s)? {
+        0 => Err("must be at least 1 byte (to keep no body, use --discard-response-bodies)".into()),
+        _ => Ok(s.to_owned()),
     }
 }
 
