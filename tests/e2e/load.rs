@@ -56,41 +56,112 @@ fn a_thousand_vus_run_together() {
     assert_eq!(run.check("echo returns the item").1, 0);
 }
 
-#[test]
-fn ctrl_c_stops_gracefully_and_prints_the_summary() {
+/// Send `signal` to the child we started.
+fn signal(child: &std::process::Child, signal: i32) {
+    // SAFETY: a signal to our own child process, by its PID.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+}
+
+/// The first Ctrl-C, SIGTERM (containers, CI, `timeout`) or SIGHUP (a
+/// closed terminal) stops the run gracefully: summary, export, exit 105.
+fn stops_gracefully_on(sig: i32, name: &str) {
     let server = server();
+    let export = scratch(&format!("signal-{name}")).join("summary.json");
     let mut cmd = wload();
     cmd.arg("run")
         .arg(guest("browse"))
         .args(["--vus", "5", "--duration", "60s", "-e"])
-        .arg(format!("BASE_URL={}", server.base_url()));
+        .arg(format!("BASE_URL={}", server.base_url()))
+        .arg("--summary-export")
+        .arg(&export);
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = cmd.spawn().expect("start wload");
     std::thread::sleep(Duration::from_millis(2500));
-    // SAFETY: sending SIGINT to the child we started.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    signal(&child, sig);
     let started = std::time::Instant::now();
     let out = child.wait_with_output().expect("wait for wload");
     assert!(
         started.elapsed() < Duration::from_secs(20),
-        "graceful stop took {:?}",
+        "graceful stop on {name} took {:?}",
         started.elapsed()
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
         Some(105),
-        "stderr: {}",
+        "{name}: stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
         stdout.contains("http_reqs"),
-        "no summary after Ctrl-C:\n{stdout}"
+        "no summary after {name}:\n{stdout}"
     );
     assert!(stdout.contains("✓ home is 200"), "{stdout}");
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&export).expect("the export was written"))
+            .expect("the export is JSON");
+    assert!(exported["metrics"]["http_reqs"]["count"].as_f64() > Some(0.0));
+}
+
+#[test]
+fn ctrl_c_stops_gracefully_and_prints_the_summary() {
+    stops_gracefully_on(libc::SIGINT, "SIGINT");
+}
+
+#[test]
+fn sigterm_stops_gracefully_and_writes_the_export() {
+    stops_gracefully_on(libc::SIGTERM, "SIGTERM");
+}
+
+#[test]
+fn sighup_stops_gracefully_and_writes_the_export() {
+    stops_gracefully_on(libc::SIGHUP, "SIGHUP");
+}
+
+/// A second signal stops at once, though every VU waits on a server that
+/// never answers and gracefulStop is long: the cut requests are recorded.
+#[test]
+fn a_second_signal_cuts_requests_in_flight() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    // Accepts and holds every connection, answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    let options = serde_json::json!({"scenarios": {"s": {
+        "executor": "constant-vus", "vus": 2, "duration": "60s", "gracefulStop": "60s"}}});
+    let mut cmd = wload();
+    cmd.arg("run")
+        .arg(guest("hello"))
+        .args(options_file("second-signal", &options).split(' '))
+        .arg("-e")
+        .arg(format!("BASE_URL=http://{addr}"));
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = cmd.spawn().expect("start wload");
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().expect("wait for wload");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the hard stop took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(105));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("http_reqs.....................: 2 "),
+        "the two cut requests are recorded:\n{stdout}"
+    );
 }
 
 #[test]

@@ -151,7 +151,13 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
 
     let ctl = RunControl::new(probe.hard_stop.clone());
     // Aborted on every way out of this function, early returns included.
-    let interrupt = Owned::spawn(watch_ctrl_c(ctl.clone()));
+    let grace = options
+        .scenarios
+        .iter()
+        .map(|s| s.graceful_stop)
+        .max()
+        .unwrap_or(executor::DEFAULT_GRACEFUL_STOP);
+    let interrupt = Owned::spawn(watch_ctrl_c(ctl.clone(), grace));
     test.setup(options.setup_timeout).await?;
 
     // VUs: the pre-allocated ones are instantiated before the clock starts.
@@ -613,16 +619,55 @@ async fn trace_vus(ctl: Arc<RunControl>, path: std::path::PathBuf) {
     }
 }
 
-/// First Ctrl-C: stop starting iterations, let running ones finish.
-/// Second: stop now.
-async fn watch_ctrl_c(ctl: Arc<RunControl>) {
-    if tokio::signal::ctrl_c().await.is_err() {
+/// First Ctrl-C, SIGTERM or SIGHUP: stop starting iterations, let running
+/// ones finish for `grace` (the longest gracefulStop), then stop hard;
+/// teardown, summary and exports follow. A second signal of any of them:
+/// stop now. SIGTERM is what containers,
+/// CI runners and `timeout` send, SIGHUP what a closed terminal sends:
+/// each ends the run with its results, as Ctrl-C does.
+async fn watch_ctrl_c(ctl: Arc<RunControl>, grace: Duration) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let kinds = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ];
+    let mut streams = Vec::with_capacity(kinds.len());
+    for kind in kinds {
+        match signal(kind) {
+            Ok(s) => streams.push(s),
+            Err(e) => eprintln!("warning: cannot watch signal {}: {e}", kind.as_raw_value()),
+        }
+    }
+    if streams.is_empty() {
         return;
     }
+    next_signal(&mut streams).await;
     ctl.aborted.store(true, Ordering::Relaxed);
     ctl.stop_gracefully();
-    eprintln!("\nstopping: waiting for running iterations to finish (Ctrl-C again to stop now)");
-    if tokio::signal::ctrl_c().await.is_ok() {
-        ctl.stop_now();
+    eprintln!(
+        "\nstopping: waiting for running iterations to finish (Ctrl-C or another signal to stop now)"
+    );
+    tokio::select! {
+        _ = next_signal(&mut streams) => {}
+        _ = tokio::time::sleep(grace) => {}
     }
+    ctl.stop_now();
+}
+
+/// Resolves with the next signal of any of `streams`.
+async fn next_signal(streams: &mut [tokio::signal::unix::Signal]) {
+    std::future::poll_fn(|cx| {
+        // Every stream is polled, so that each registers this task.
+        let mut got = false;
+        for s in streams.iter_mut() {
+            got |= s.poll_recv(cx).is_ready();
+        }
+        if got {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
