@@ -6,4 +6,4 @@
 mod duration;
 pub mod format;
 
-pub use duration::{duration_value, parse_duration};
+pub use duration::{MAX_DURATION, duration_value, parse_duration, saturating_secs};
