@@ -34,7 +34,7 @@ pub fn duration_short(d: Duration) -> String {
     // Below a millisecond (a timeUnit of 1ns is valid), not "0s".
     if ms == 0 && !d.is_zero() {
         let ns = d.as_nanos();
-        return if ns % 1000 == 0 {
+        return if ns.is_multiple_of(1000) {
             format!("{}µs", ns / 1000)
         } else {
             format!("{ns}ns")

@@ -104,7 +104,9 @@ pub fn rate_problem(key: &str, rate: f64, time_unit: Duration) -> Option<(String
     } else {
         format!("{rate:e}")
     };
-    (unit > 0.0 && !(rate / unit <= MAX_RATE_PER_SECOND)).then(|| {
+    // Rates read are finite and at least 0, so the quotient is never NaN
+    // (infinite at most, which is too fast).
+    (unit > 0.0 && rate / unit > MAX_RATE_PER_SECOND).then(|| {
         (
             key.to_owned(),
             format!(
