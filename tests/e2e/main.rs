@@ -14,3 +14,4 @@ mod layers;
 mod load;
 mod outputs;
 mod results;
+mod validation;

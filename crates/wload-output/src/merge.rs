@@ -128,11 +128,19 @@ pub fn merge(files: &[PathBuf], trend_stats: Vec<String>) -> Result<Merged> {
         );
     }
     let span = if last > first { last - first } else { 0.0 };
+    // The timestamps come from the files: a log's BaseTime may be any
+    // number, too large for a Duration (from_secs_f64 panicked).
+    let elapsed = Duration::try_from_secs_f64(span).map_err(|_| {
+        anyhow::anyhow!(
+            "the intervals of {} span {span:e} seconds: their timestamps are not those of runs",
+            list(files)
+        )
+    })?;
     Ok(Merged {
         report: Report {
             snapshot,
             metrics: registry.all(),
-            elapsed: Duration::from_secs_f64(span),
+            elapsed,
             failures: (Vec::new(), 0),
             interrupted: 0,
             thresholds: Vec::new(),
@@ -270,6 +278,37 @@ mod tests {
             outputs.write(&view);
         }
         outputs.finish().expect("finish the log");
+    }
+
+    #[test]
+    fn absurd_timestamps_are_an_error_not_a_panic() {
+        let dir = std::env::temp_dir().join(format!("wload-merge-time-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("far.hlog");
+        let tags: Tags = Arc::new(TagSet::new([("method", "GET")]));
+        write_log(&path, &tags, &[1_000_000, 2_000_000], 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let base = text
+            .lines()
+            .find(|l| l.starts_with("#[BaseTime: "))
+            .expect("a BaseTime line")
+            .to_owned();
+        // The largest base and start the log format holds (u64 seconds):
+        // intervals 3.7e19 seconds after those of the run.
+        let far = text
+            .replace(
+                &base,
+                "#[BaseTime: 18446744073709551615.000 (seconds since epoch)]",
+            )
+            .replace(",0.000,0.000,", ",18446744073709551615.000,0.000,");
+        std::fs::write(&path, format!("{text}{far}")).unwrap();
+        let err = merge(&[path], default_stats()).err().expect("an error");
+        assert!(
+            err.to_string()
+                .contains("their timestamps are not those of runs"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -31,6 +31,15 @@ pub fn duration_short(d: Duration) -> String {
     if ms < 1000 && ms > 0 && d.as_secs() == 0 {
         return format!("{ms}ms");
     }
+    // Below a millisecond (a timeUnit of 1ns is valid), not "0s".
+    if ms == 0 && !d.is_zero() {
+        let ns = d.as_nanos();
+        return if ns.is_multiple_of(1000) {
+            format!("{}µs", ns / 1000)
+        } else {
+            format!("{ns}ns")
+        };
+    }
     let s = d.as_secs_f64();
     let h = (s / 3600.0).floor();
     let m = ((s - h * 3600.0) / 60.0).floor();
@@ -100,6 +109,9 @@ mod tests {
         assert_eq!(millis(1500.0), "1.5s");
         assert_eq!(millis(90_000.0), "1m30s");
         assert_eq!(duration_short(Duration::from_secs(30)), "30s");
+        assert_eq!(duration_short(Duration::from_nanos(1)), "1ns");
+        assert_eq!(duration_short(Duration::from_micros(250)), "250µs");
+        assert_eq!(duration_short(Duration::ZERO), "0s");
         assert_eq!(duration_short(Duration::from_secs(90)), "1m30s");
         assert_eq!(duration_short(Duration::from_secs(3600)), "1h0m0s");
         assert_eq!(duration_short(Duration::from_millis(250)), "250ms");

@@ -7,5 +7,5 @@ mod duration;
 pub mod format;
 mod size;
 
-pub use duration::{duration_value, parse_duration};
+pub use duration::{MAX_DURATION, duration_value, parse_duration, saturating_secs};
 pub use size::{parse_size, size_value};

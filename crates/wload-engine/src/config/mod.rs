@@ -17,9 +17,10 @@ use serde_json::{Map, Value, json};
 
 use wload_http::ClientConfig;
 use wload_metrics::threshold::{self, Threshold};
-use wload_units::{duration_value, parse_duration, size_value};
+use wload_units::{duration_value, size_value};
 
-use crate::executor::ScenarioConfig;
+use crate::executor::{ScenarioConfig, Segment};
+use crate::run::{ExitError, exit};
 
 /// The shortcut options that describe a default scenario.
 const SHORTCUTS: [&str; 4] = ["vus", "duration", "iterations", "stages"];
@@ -155,24 +156,28 @@ pub struct Options {
 
 /// The options set by `WLOAD_*` environment variables, as a k6 options
 /// object: `WLOAD_VUS`, `WLOAD_DURATION`, `WLOAD_ITERATIONS`,
-/// `WLOAD_STAGES` (`30s:10,1m:0`).
-pub fn env_layer(vars: impl IntoIterator<Item = (String, String)>) -> Result<Map<String, Value>> {
+/// `WLOAD_STAGES` (`30s:10,1m:0`). Only their syntax is checked here,
+/// every problem at once; their values are checked with the other
+/// options' (so `WLOAD_DURATION=1e300` is refused by [`resolve`]).
+pub fn env_layer(
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> Result<Map<String, Value>, Vec<String>> {
     let mut out = Map::new();
+    let mut errors = Vec::new();
     for (key, value) in vars {
         let value = value.trim().to_owned();
         match key.as_str() {
-            "WLOAD_VUS" => {
-                let n: u64 = value
-                    .parse()
-                    .with_context(|| format!("WLOAD_VUS={value:?} is not a whole number"))?;
-                out.insert("vus".into(), json!(n));
-            }
-            "WLOAD_ITERATIONS" => {
-                let n: u64 = value
-                    .parse()
-                    .with_context(|| format!("WLOAD_ITERATIONS={value:?} is not a whole number"))?;
-                out.insert("iterations".into(), json!(n));
-            }
+            "WLOAD_VUS" | "WLOAD_ITERATIONS" => match value.parse::<u64>() {
+                Ok(n) => {
+                    let option = if key == "WLOAD_VUS" {
+                        "vus"
+                    } else {
+                        "iterations"
+                    };
+                    out.insert(option.into(), json!(n));
+                }
+                Err(_) => errors.push(format!("{key}={value:?} is not a whole number")),
+            },
             "WLOAD_DURATION" => {
                 out.insert("duration".into(), json!(value));
             }
@@ -180,25 +185,34 @@ pub fn env_layer(vars: impl IntoIterator<Item = (String, String)>) -> Result<Map
                 out.insert("maxResponseBodySize".into(), json!(value));
             }
             "WLOAD_STAGES" => {
-                let stages = value
+                match value
                     .split(',')
                     .map(stage_arg)
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| anyhow::anyhow!("WLOAD_STAGES: {e}"))?;
-                out.insert("stages".into(), Value::Array(stages));
+                {
+                    Ok(stages) => {
+                        out.insert("stages".into(), Value::Array(stages));
+                    }
+                    Err(e) => errors.push(format!("WLOAD_STAGES: {e}")),
+                }
             }
             _ => {}
         }
     }
-    Ok(out)
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(errors)
+    }
 }
 
-/// `--stage 30s:100`: a ramping-vus stage.
+/// `--stage 30s:100`: a ramping-vus stage. Only the syntax is checked
+/// here; the duration is checked with the other options', so that a bad
+/// one is an invalid option (exit code 104) named with all the others.
 pub fn stage_arg(text: &str) -> Result<Value, String> {
     let (duration, target) = text.split_once(':').ok_or_else(|| {
         format!("invalid stage {text:?}: expected DURATION:TARGET such as 30s:100")
     })?;
-    parse_duration(duration)?;
     let target: u32 = target
         .trim()
         .parse()
@@ -207,23 +221,30 @@ pub fn stage_arg(text: &str) -> Result<Value, String> {
 }
 
 /// `--config FILE`: a k6 options object in JSON, or TOML for `.toml`.
+/// A file that is not one is invalid options (exit code 104), as in k6.
 pub fn file_layer(path: &Path) -> Result<Map<String, Value>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the config file {}", path.display()))?;
+    let invalid = |message: String| ExitError {
+        code: exit::INVALID_CONFIG,
+        message,
+    };
     let value: Value = if path.extension().is_some_and(|e| e == "toml") {
         let t: toml::Value = toml::from_str(&text)
-            .with_context(|| format!("{} is not valid TOML", path.display()))?;
+            .map_err(|e| invalid(format!("{} is not valid TOML: {e}", path.display())))?;
         serde_json::to_value(t).context("cannot convert TOML options")?
     } else {
+        // Numbers beyond f64 (1e400) are refused here, by serde_json.
         serde_json::from_str(&text)
-            .with_context(|| format!("{} is not valid JSON", path.display()))?
+            .map_err(|e| invalid(format!("{} is not valid JSON: {e}", path.display())))?
     };
     match value {
         Value::Object(map) => Ok(map),
-        _ => bail!(
+        _ => Err(invalid(format!(
             "{} must hold an options object like {{\"vus\": 10, \"duration\": \"30s\"}}",
             path.display()
-        ),
+        ))
+        .into()),
     }
 }
 
@@ -296,6 +317,18 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         }
     } else if let Some(s) = default_scenario(options, &mut errors) {
         scenarios.push(s);
+    }
+    // The run counts VUs in a u32, one more for the probe instance: a
+    // larger total would wrap around instead of being refused.
+    let total_vus: u64 = scenarios
+        .iter()
+        .map(|s| u64::from(s.executor.max_vus(&Segment::FULL)))
+        .sum();
+    if total_vus >= u64::from(u32::MAX) {
+        errors.push(format!(
+            "scenarios: {total_vus} VUs in all, more than the maximum of {}",
+            u32::MAX - 1
+        ));
     }
 
     let timeout = |key: &str, errors: &mut Vec<String>| match options.get(key) {
@@ -545,6 +578,63 @@ mod tests {
         );
     }
 
+    /// Durations past the maximum used to panic in `from_secs_f64`; now
+    /// each is an error naming its option, all at once.
+    #[test]
+    fn values_out_of_range_are_refused_every_one_named() {
+        let max = "longer than the maximum of 876000h (100 years)";
+        let errs = resolve(&obj(json!({
+            "duration": 1e300,
+            "vus": 2,
+            "setupTimeout": "1e300",
+            "teardownTimeout": "99999999999999999999h",
+        })))
+        .unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                format!("duration: invalid duration 1e+300 (milliseconds): {max}"),
+                format!("setupTimeout: invalid duration \"1e300\": {max}"),
+                format!("teardownTimeout: invalid duration \"99999999999999999999h\": {max}"),
+            ]
+        );
+        let errs = resolve(&obj(json!({"scenarios": {"a": {
+            "executor": "ramping-vus",
+            "startTime": "1e20",
+            "gracefulStop": 1e300,
+            "stages": [{"duration": "1e20s", "target": 1}, {"duration": "1e20", "target": 1}],
+        }}})))
+        .unwrap_err();
+        let keys: Vec<_> = errs.iter().map(|e| e.split(':').next().unwrap()).collect();
+        assert_eq!(
+            keys,
+            [
+                "scenarios.a.startTime",
+                "scenarios.a.gracefulStop",
+                // "1e20s" is not a duration k6 writes (no exponents with
+                // units), "1e20" is one too long.
+                "scenarios.a.stages[0].duration",
+                "scenarios.a.stages[1].duration",
+            ],
+            "{errs:?}"
+        );
+        assert!(errs[3].ends_with(max), "{errs:?}");
+    }
+
+    #[test]
+    fn more_vus_than_a_run_counts_are_refused() {
+        let half = u64::from(u32::MAX / 2 + 1);
+        let errs = resolve(&obj(json!({"scenarios": {
+            "a": {"executor": "constant-vus", "vus": half, "duration": "1s"},
+            "b": {"executor": "constant-vus", "vus": half, "duration": "1s"},
+        }})))
+        .unwrap_err();
+        assert_eq!(
+            errs,
+            ["scenarios: 4294967296 VUs in all, more than the maximum of 4294967294"]
+        );
+    }
+
     #[test]
     fn unknown_top_level_keys_are_named() {
         let o = resolve(&obj(
@@ -568,9 +658,28 @@ mod tests {
                 {"duration": "10s", "target": 5}, {"duration": "20s", "target": 0}
             ]})
         );
-        assert!(env_layer([("WLOAD_VUS".to_owned(), "x".to_owned())]).is_err());
+        let errs = env_layer([
+            ("WLOAD_VUS".to_owned(), "x".to_owned()),
+            ("WLOAD_ITERATIONS".to_owned(), "-1".to_owned()),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "WLOAD_VUS=\"x\" is not a whole number",
+                "WLOAD_ITERATIONS=\"-1\" is not a whole number"
+            ]
+        );
         assert!(stage_arg("30s").is_err());
-        assert!(stage_arg("3x:1").is_err());
+        assert!(stage_arg("30s:x").is_err());
+        // The duration is checked with the other options.
+        let stage = stage_arg("3x:1").unwrap();
+        let errs = resolve(&obj(json!({"stages": [stage]}))).unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0].starts_with("stages[0].duration: invalid duration \"3x\""),
+            "{errs:?}"
+        );
     }
     #[test]
     fn summary_trend_stats_are_checked() {

@@ -22,7 +22,11 @@ impl ConstantArrivalRate {
     /// When iteration `i` is due, if within the duration.
     pub fn offset(&self, i: u64) -> Option<Duration> {
         let secs = i as f64 * self.time_unit.as_secs_f64() / self.rate;
-        (secs < self.duration.as_secs_f64()).then(|| Duration::from_secs_f64(secs))
+        // `try_`: a panic is never the answer, even for a rate that the
+        // validation let through; NaN and infinity are simply never due.
+        Duration::try_from_secs_f64(secs)
+            .ok()
+            .filter(|at| *at < self.duration)
     }
 }
 
@@ -45,6 +49,7 @@ impl Executor for ConstantArrivalRate {
     fn validate(&self) -> Vec<(String, String)> {
         let mut problems =
             open_model_problems(self.time_unit, self.pre_allocated_vus, self.max_vus);
+        problems.extend(rate_problem("rate", self.rate, self.time_unit));
         problems.extend(zero_duration("duration", self.duration));
         problems
     }
@@ -80,6 +85,36 @@ impl Executor for ConstantArrivalRate {
             plan.offset(i)
         }))
     }
+}
+
+/// The fastest arrival rate: one iteration per nanosecond. The schedule
+/// counts in nanoseconds, so a faster rate could not be kept anyway, and
+/// bounding it keeps the schedule's arithmetic finite (a rate of 1e300
+/// per 1ns is infinite per second, and its offsets NaN).
+pub const MAX_RATE_PER_SECOND: f64 = 1e9;
+
+/// The problem of a rate (`rate`, `startRate`, a stage's `target`, per
+/// `time_unit`) faster than [`MAX_RATE_PER_SECOND`], if it is.
+pub fn rate_problem(key: &str, rate: f64, time_unit: Duration) -> Option<(String, String)> {
+    let unit = time_unit.as_secs_f64();
+    // A zero timeUnit is reported on its own.
+    // Huge rates in exponent form: `number` would print all 300 digits.
+    let shown = if rate < 1e15 {
+        number(rate, 2)
+    } else {
+        format!("{rate:e}")
+    };
+    // Rates read are finite and at least 0, so the quotient is never NaN
+    // (infinite at most, which is too fast).
+    (unit > 0.0 && rate / unit > MAX_RATE_PER_SECOND).then(|| {
+        (
+            key.to_owned(),
+            format!(
+                "{shown} per {} is faster than the maximum of 1e9 iterations per second (one per nanosecond)",
+                duration_short(time_unit)
+            ),
+        )
+    })
 }
 
 /// Checks both arrival-rate executors share.
@@ -130,6 +165,25 @@ mod tests {
         assert_eq!(e.initial_vus(&Segment::FULL), 5);
         assert_eq!(e.max_vus(&Segment::FULL), 20);
         assert_eq!(e.describe().1, "maxVUs: 5-20");
+    }
+
+    #[test]
+    fn a_rate_faster_than_one_per_nanosecond_is_refused() {
+        let (_, errors) = read::<ConstantArrivalRate>(json!({
+            "rate": 1e300, "timeUnit": "1ns", "duration": "10s", "preAllocatedVUs": 1,
+        }));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("scenarios.s.rate: 1e300 per 1ns is faster")
+                && errors[0].ends_with(
+                    "is faster than the maximum of 1e9 iterations per second (one per nanosecond)"
+                ),
+            "{errors:?}"
+        );
+        let (_, errors) = read::<ConstantArrivalRate>(json!({
+            "rate": 1e9, "timeUnit": "1s", "duration": "10s", "preAllocatedVUs": 1,
+        }));
+        assert!(errors.is_empty(), "{errors:?}");
     }
 
     #[test]

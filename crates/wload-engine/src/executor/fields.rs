@@ -43,8 +43,13 @@ impl<'a> Fields<'a> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
-    /// A duration: `"30s"`, `"1m30s"`, or a number of milliseconds.
+    /// A duration: `"30s"`, `"1m30s"`, or a number of milliseconds, at
+    /// most [`wload_units::MAX_DURATION`].
     pub fn duration(&mut self, key: &'static str, default: Option<Duration>) -> Duration {
+        // In place of an invalid required duration: not zero, which the
+        // executor's validation would report a second time ("must be
+        // longer than 0s" after "longer than the maximum").
+        const PLACEHOLDER: Duration = Duration::from_secs(1);
         match self.get(key) {
             None => {
                 if default.is_none() {
@@ -56,7 +61,7 @@ impl<'a> Fields<'a> {
                 Ok(d) => d,
                 Err(e) => {
                     self.error(key, e);
-                    default.unwrap_or_default()
+                    default.unwrap_or(PLACEHOLDER)
                 }
             },
         }

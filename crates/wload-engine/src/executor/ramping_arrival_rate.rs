@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::arrival::run_open;
-use super::constant_arrival_rate::open_model_problems;
+use super::constant_arrival_rate::{open_model_problems, rate_problem};
 use super::{BoxFuture, Executor, Fields, Scenario, Segment, Stage, Vu};
 use wload_units::format::{duration_short, number, per_unit};
 
@@ -39,7 +39,9 @@ impl RampingArrivalRate {
                 } else {
                     (-from + (from * from + 4.0 * a * need).max(0.0).sqrt()) / (2.0 * a)
                 };
-                return Some(Duration::from_secs_f64(offset + tau.clamp(0.0, d)));
+                // `try_`: the validation keeps rates finite, but a panic
+                // is never the answer; a NaN ends the schedule instead.
+                return Duration::try_from_secs_f64(offset + tau.clamp(0.0, d)).ok();
             }
             need -= produced;
             offset += d;
@@ -68,6 +70,14 @@ impl Executor for RampingArrivalRate {
     fn validate(&self) -> Vec<(String, String)> {
         let mut problems =
             open_model_problems(self.time_unit, self.pre_allocated_vus, self.max_vus);
+        problems.extend(rate_problem("startRate", self.start_rate, self.time_unit));
+        for (i, s) in self.stages.iter().enumerate() {
+            problems.extend(rate_problem(
+                &format!("stages[{i}].target"),
+                s.target,
+                self.time_unit,
+            ));
+        }
         if self.max_duration().is_zero() && !self.stages.is_empty() {
             problems.push(("stages".into(), "must last longer than 0s in total".into()));
         }
@@ -158,5 +168,32 @@ mod tests {
         };
         assert_eq!(e.offset(1), Some(Duration::from_secs(1)));
         assert_eq!((0..).take_while(|&i| e.offset(i).is_some()).count(), 30);
+    }
+
+    #[test]
+    fn rates_too_fast_are_refused_and_never_panic() {
+        // 1e300 per nanosecond is infinite per second: the schedule's
+        // square root became NaN and Duration::from_secs_f64 panicked.
+        let e = RampingArrivalRate {
+            start_rate: 0.0,
+            time_unit: Duration::from_nanos(1),
+            stages: vec![stage(10, 1e300)],
+            pre_allocated_vus: 1,
+            max_vus: 1,
+        };
+        assert_eq!(e.offset(0), Some(Duration::ZERO));
+        assert_eq!(e.offset(1), None);
+        let problems = e.validate();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "stages[0].target");
+        let e = RampingArrivalRate {
+            start_rate: 2e9,
+            time_unit: Duration::from_secs(1),
+            stages: vec![stage(10, 1e9)],
+            pre_allocated_vus: 1,
+            max_vus: 1,
+        };
+        let keys: Vec<_> = e.validate().into_iter().map(|p| p.0).collect();
+        assert_eq!(keys, ["startRate"]);
     }
 }

@@ -13,6 +13,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
 use super::{IntervalView, Output, tag};
 use wload_metrics::Sink;
+use wload_units::saturating_secs;
 
 pub struct HdrOut {
     out: BufWriter<std::fs::File>,
@@ -42,8 +43,10 @@ impl Output for HdrOut {
         // No headers: this writer only appends intervals.
         let mut log =
             IntervalLogWriterBuilder::new().begin_log_with(&mut self.out, &mut self.serializer)?;
-        let start = Duration::from_secs_f64(view.start.max(0.0));
-        let length = Duration::from_secs_f64(view.seconds());
+        // Seconds the run measured, finite; saturating all the same, as
+        // a panic here would lose the run's summary.
+        let start = saturating_secs(view.start);
+        let length = saturating_secs(view.seconds());
         for (def, tags, sink) in view.sorted() {
             let Sink::Trend(t) = sink else { continue };
             let text = tag::encode(&def.name, t.is_time(), tags);

@@ -18,7 +18,7 @@ use wload_engine::component::{Cache, FileKind, detect};
 use wload_engine::config;
 use wload_engine::executor::Segment;
 use wload_engine::run::{self, ExitError, RunOptions, TestSource, exit};
-use wload_engine::sandbox::{Sandbox, SandboxLimits};
+use wload_engine::sandbox::{EPOCH_TICK, Sandbox, SandboxLimits};
 use wload_http::{ClientConfig, TlsOptions};
 use wload_output::stream::OutSpec;
 use wload_output::{export, merge, summary};
@@ -100,7 +100,9 @@ struct LoadArgs {
     #[arg(short = 'u', long)]
     vus: Option<u32>,
     /// How long to run, e.g. 30s, 5m, 1h30m. [env: WLOAD_DURATION]
-    #[arg(short, long, value_parser = parse_duration_text)]
+    // Checked with the other options (exit code 104, every problem named
+    // at once), not by clap.
+    #[arg(short, long, value_name = "DURATION")]
     duration: Option<String>,
     /// Total iterations, shared among the VUs (exact). [env: WLOAD_ITERATIONS]
     #[arg(short, long)]
@@ -142,18 +144,21 @@ struct LoadArgs {
     /// `wload merge`). One line per interval and metric/tag set.
     #[arg(long = "out", short = 'o', value_name = "KIND=FILE")]
     out: Vec<String>,
+    // The duration flags below are text, read by `LoadArgs::options`: a
+    // bad one is an invalid option (exit code 104), named with the others.
     /// Aggregation interval of --out and of the live progress.
-    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
-    out_interval: Duration,
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    out_interval: String,
     /// Memory limit of each VU's instance, e.g. 64MiB, 1GiB.
     #[arg(long, default_value = "64MiB", value_parser = parse_size, env = "WLOAD_VU_MEMORY")]
     vu_memory: u64,
-    /// Stop a guest that computes this long without waiting on HTTP or sleep.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    guest_timeout: Duration,
-    /// Default timeout of an HTTP request.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    http_timeout: Duration,
+    /// Stop a guest that computes this long without waiting on HTTP or
+    /// sleep (at least 10ms).
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    guest_timeout: String,
+    /// Default timeout of an HTTP request (longer than 0s).
+    #[arg(long, default_value = "60s", value_name = "DURATION")]
+    http_timeout: String,
     /// Compile the test every time instead of using the on-disk cache.
     #[arg(long)]
     no_cache: bool,
@@ -191,15 +196,16 @@ struct HttpArgs {
     #[arg(long)]
     no_vu_connection_reuse: bool,
     /// How long DNS answers are reused (0: resolve every new connection).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    dns_ttl: Duration,
+    #[arg(long, default_value = "5m", value_name = "DURATION")]
+    dns_ttl: String,
+    // batch and batchPerHost of 0 are refused with the other options.
     /// Requests of one http batch in flight at once, per VU (default 20).
     /// [k6: batch]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long)]
     batch: Option<u32>,
     /// Requests of one http batch in flight to one host, per VU (default
     /// 6). [k6: batchPerHost]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long)]
     batch_per_host: Option<u32>,
     /// Redirects followed when a request sets no limit (default 10; 0:
     /// none). [k6: maxRedirects]
@@ -208,7 +214,8 @@ struct HttpArgs {
     /// Largest response body kept, on the wire and again once decoded,
     /// e.g. 64MiB (the default), 10MB, 1048576: past it the request fails
     /// with error code 1060 (1702 decoded). [wload: maxResponseBodySize]
-    #[arg(long, value_parser = parse_size_text)]
+    /// (Checked with the options, so that its error comes with theirs.)
+    #[arg(long)]
     max_response_body_size: Option<String>,
     /// Read and count response bodies but keep none, unless a request asks.
     /// [k6: discardResponseBodies]
@@ -248,7 +255,7 @@ fn parse_statuses(s: &str) -> Result<StatusRanges, String> {
 impl HttpArgs {
     /// The client settings k6's options object has no key for; the rest
     /// travel as options (see [`HttpArgs::k6_options`]).
-    fn config(&self, timeout: Duration) -> ClientConfig {
+    fn config(&self, timeout: Duration, dns_ttl: Duration) -> ClientConfig {
         ClientConfig {
             timeout,
             tls: TlsOptions {
@@ -261,7 +268,7 @@ impl HttpArgs {
             },
             http2: !self.no_http2,
             h2c: self.h2c,
-            dns_ttl: self.dns_ttl,
+            dns_ttl,
             expected_statuses: self.expected_statuses.0.clone(),
             ..ClientConfig::default()
         }
@@ -301,15 +308,20 @@ impl HttpArgs {
     }
 }
 
-fn parse_size_text(s: &str) -> Result<String, String> {
-    match wload_units::parse_size(s)? {
-        0 => Err("must be at least 1 byte (to keep no body, use --discard-response-bodies)".into()),
-        _ => Ok(s.to_owned()),
+fn duration_flag(
+    problems: &mut Vec<String>,
+    flag: &str,
+    text: &str,
+    min: Option<(Duration, &str)>,
+) -> Duration {
+    match parse_duration(text) {
+        Err(e) => problems.push(format!("--{flag}: {e}")),
+        Ok(d) => match min {
+            Some((min, why)) if d < min => problems.push(format!("--{flag} {text:?}: {why}")),
+            _ => return d,
+        },
     }
-}
-
-fn parse_duration_text(s: &str) -> Result<String, String> {
-    parse_duration(s).map(|_| s.to_owned())
+    Duration::ZERO
 }
 
 fn parse_stage(s: &str) -> Result<serde_json::Value, String> {
@@ -378,38 +390,67 @@ impl LoadArgs {
         m
     }
 
+    /// The run these flags ask for. Every problem with the flags that are
+    /// not options (those are checked with the other options, by the
+    /// run), and with `WLOAD_*`, is reported at once, as invalid options.
     fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> Result<RunOptions> {
-        let invalid = |message: String| ExitError {
-            code: exit::INVALID_CONFIG,
-            message,
-        };
-        let outputs = self
-            .out
-            .iter()
-            .map(|s| OutSpec::parse(s))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(invalid)?;
-        if self.out_interval < Duration::from_millis(10) {
-            return Err(invalid(format!(
-                "invalid --out-interval {:?}: use at least 10ms, e.g. 1s",
-                self.out_interval
-            ))
-            .into());
+        let mut problems = Vec::new();
+        let mut outputs = Vec::new();
+        for spec in &self.out {
+            match OutSpec::parse(spec) {
+                Ok(o) => outputs.push(o),
+                Err(e) => problems.push(e),
+            }
+        }
+        let out_interval = duration_flag(
+            &mut problems,
+            "out-interval",
+            &self.out_interval,
+            Some((Duration::from_millis(10), "use at least 10ms, e.g. 1s")),
+        );
+        // A guest is stopped at an epoch tick: below one tick it would be
+        // stopped at the first, and at 0 every call would fail.
+        let guest_timeout = duration_flag(
+            &mut problems,
+            "guest-timeout",
+            &self.guest_timeout,
+            Some((
+                EPOCH_TICK,
+                "must be at least 10ms (how often the guest clock ticks), e.g. 10s",
+            )),
+        );
+        // k6 refuses a zero request timeout too: every request would fail.
+        let http_timeout = duration_flag(
+            &mut problems,
+            "http-timeout",
+            &self.http_timeout,
+            Some((
+                Duration::from_nanos(1),
+                "must be longer than 0s (every request would time out), e.g. 60s",
+            )),
+        );
+        let dns_ttl = duration_flag(&mut problems, "dns-ttl", &self.http.dns_ttl, None);
+        let env_options = config::env_layer(std::env::vars()).unwrap_or_else(|errors| {
+            problems.extend(errors);
+            Map::new()
+        });
+        if !problems.is_empty() {
+            return Err(invalid_flags(problems).into());
         }
         let mut env: HashMap<String, String> = extra_env.iter().cloned().collect();
         env.extend(self.env.iter().cloned());
         Ok(RunOptions {
             test,
             cli_options: self.cli_options(),
-            env_options: config::env_layer(std::env::vars())?,
+            env_options,
             config_file: self.config.clone(),
             env,
             segment: self.execution_segment.unwrap_or_default(),
             limits: SandboxLimits {
                 memory: self.vu_memory,
-                guest_timeout: self.guest_timeout,
+                guest_timeout,
             },
-            http: self.http.config(self.http_timeout),
+            http: self.http.config(http_timeout, dns_ttl),
             cache: if self.no_cache {
                 Cache::disabled()
             } else {
@@ -417,8 +458,25 @@ impl LoadArgs {
             },
             quiet: self.quiet,
             outputs,
-            out_interval: self.out_interval,
+            out_interval,
         })
+    }
+}
+
+/// Invalid flags or `WLOAD_*` variables: exit code 104, one line for one
+/// problem, else the list, as the run lists invalid options.
+fn invalid_flags(problems: Vec<String>) -> ExitError {
+    let message = match problems.as_slice() {
+        [one] => format!("invalid options: {one}"),
+        all => format!(
+            "invalid options ({} problems):\n  {}",
+            all.len(),
+            all.join("\n  ")
+        ),
+    };
+    ExitError {
+        code: exit::INVALID_CONFIG,
+        message,
     }
 }
 
@@ -589,6 +647,50 @@ mod tests {
         assert!(parse_statuses("299-200").is_err());
         assert!(parse_statuses("abc").is_err());
         assert!(parse_statuses("").is_err());
+    }
+
+    #[test]
+    fn duration_flags_are_range_checked_every_problem_at_once() {
+        let load = |args: &[&str]| {
+            let cli = Cli::try_parse_from(["wload", "run", "t.wasm"].iter().chain(args)).unwrap();
+            let Command::Run { load, .. } = cli.command else {
+                unreachable!()
+            };
+            load
+        };
+        let err = load(&["--guest-timeout", "0", "--http-timeout", "0s"])
+            .options(TestSource::File("t.wasm".into()), &[])
+            .unwrap_err();
+        let exit = err.downcast_ref::<ExitError>().unwrap();
+        assert_eq!(exit.code, exit::INVALID_CONFIG);
+        assert_eq!(
+            exit.message,
+            "invalid options (2 problems):\n  \
+             --guest-timeout \"0\": must be at least 10ms (how often the guest clock ticks), e.g. 10s\n  \
+             --http-timeout \"0s\": must be longer than 0s (every request would time out), e.g. 60s"
+        );
+        let err = load(&["--dns-ttl", "1e20"])
+            .options(TestSource::File("t.wasm".into()), &[])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid options: --dns-ttl: invalid duration \"1e20\": longer than the maximum of 876000h (100 years)"
+        );
+        // The options among the flags are checked by the run, with the
+        // test's and the config file's: here they are only carried.
+        let opts = load(&[
+            "--duration",
+            "1e20",
+            "--dns-ttl",
+            "0",
+            "--guest-timeout",
+            "10ms",
+        ])
+        .options(TestSource::File("t.wasm".into()), &[])
+        .unwrap();
+        assert_eq!(opts.cli_options["duration"], "1e20");
+        assert_eq!(opts.limits.guest_timeout, Duration::from_millis(10));
+        assert_eq!(opts.http.dns_ttl, Duration::ZERO);
     }
 
     #[test]
