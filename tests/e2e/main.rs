@@ -8,6 +8,7 @@ mod thresholds;
 
 mod errors;
 mod executors;
+mod hostile;
 mod http;
 mod languages;
 mod layers;
