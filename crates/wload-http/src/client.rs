@@ -191,6 +191,9 @@ impl Client {
                                 && !k.eq_ignore_ascii_case("content-length")
                         });
                     }
+                    if !redirect::keeps_credentials(&hop.url, &spec.url) {
+                        redirect::drop_credentials(&mut spec.headers);
+                    }
                     hop.body = None;
                     self.finish_hop(spec, &mut hop);
                     hops.push(hop);
@@ -210,7 +213,10 @@ impl Client {
             .expected_statuses
             .as_deref()
             .unwrap_or(&self.config.expected_statuses);
+        // A response whose body could not be had (past its limit, or not
+        // decodable) failed, whatever its status.
         resp.expected = resp.status != 0
+            && resp.error.is_none()
             && ranges
                 .iter()
                 .any(|&(lo, hi)| (lo..=hi).contains(&resp.status));

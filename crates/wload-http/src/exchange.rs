@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use http::Response;
-use http::header::{COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
+use http::header::{AUTHORIZATION, COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{Method, Version};
 use http_body_util::{BodyExt, Full};
 use tokio::net::TcpStream;
@@ -126,12 +126,24 @@ impl Client {
         if !headers.contains_key(USER_AGENT) {
             headers.insert(USER_AGENT, self.user_agent.clone());
         }
+        if let Some(auth) = &target.basic_auth
+            && !headers.contains_key(AUTHORIZATION)
+            && let Ok(v) = HeaderValue::from_str(auth)
+        {
+            headers.insert(AUTHORIZATION, v);
+        }
         if let Some(jar) = req.cookie {
-            // The jar's cookies go after any the test set by hand.
-            let value = match headers.get(COOKIE).and_then(|v| v.to_str().ok()) {
-                Some(own) => format!("{own}; {jar}"),
-                None => jar.to_owned(),
-            };
+            // The jar's cookies go after all those the test set by hand.
+            let mut value = String::new();
+            for own in headers
+                .get_all(COOKIE)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+            {
+                value.push_str(own);
+                value.push_str("; ");
+            }
+            value.push_str(jar);
             if let Ok(v) = HeaderValue::from_str(&value) {
                 headers.insert(COOKIE, v);
             }
@@ -156,6 +168,7 @@ impl Client {
             host: &target.host_header,
             user_agent: self.user_agent.as_bytes(),
             cookie: request.cookie,
+            authorization: target.basic_auth.as_deref(),
             body: request.spec.body.as_deref().unwrap_or_default(),
         };
         let mut idle = conns.take(&target.key);

@@ -602,8 +602,10 @@ pub struct Outgoing<'a> {
     pub host: &'a str,
     /// `user-agent`, added when the test set none.
     pub user_agent: &'a [u8],
-    /// The jar's cookies, after those of a `cookie` header of the test.
+    /// The jar's cookies, after those of the test's `cookie` fields.
     pub cookie: Option<&'a str>,
+    /// `authorization`, added when the test set none (the URL's userinfo).
+    pub authorization: Option<&'a str>,
     pub body: &'a [u8],
 }
 
@@ -662,7 +664,7 @@ fn encode_head(out: &mut Vec<u8>, req: &Outgoing<'_>) -> bool {
     };
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    let (mut host, mut user_agent, mut cookie) = (false, false, req.cookie);
+    let (mut host, mut user_agent, mut authorization) = (false, false, false);
     let mut content_length = false;
     for (name, value) in req.headers {
         if name.eq_ignore_ascii_case("host") {
@@ -671,11 +673,10 @@ fn encode_head(out: &mut Vec<u8>, req: &Outgoing<'_>) -> bool {
             user_agent = true;
         } else if name.eq_ignore_ascii_case("content-length") {
             content_length = true;
+        } else if name.eq_ignore_ascii_case("authorization") {
+            authorization = true;
         } else if name.eq_ignore_ascii_case("cookie") && req.cookie.is_some() {
-            // One `cookie` field: the test's first, then the jar's.
-            if let Some(jar) = cookie.take() {
-                field(out, name, format!("{value}; {jar}").as_bytes());
-            }
+            // Joined below into one field with the jar's.
             continue;
         }
         field(out, name, value.as_bytes());
@@ -686,8 +687,19 @@ fn encode_head(out: &mut Vec<u8>, req: &Outgoing<'_>) -> bool {
     if !user_agent {
         field(out, "user-agent", req.user_agent);
     }
-    if let Some(jar) = cookie {
-        field(out, "cookie", jar.as_bytes());
+    if let (false, Some(auth)) = (authorization, req.authorization) {
+        field(out, "authorization", auth.as_bytes());
+    }
+    if let Some(jar) = req.cookie {
+        // One `cookie` field (RFC 6265): every one of the test's, in
+        // order, then the jar's.
+        out.extend_from_slice(b"cookie: ");
+        for value in req.header("cookie") {
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"; ");
+        }
+        out.extend_from_slice(jar.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
     let chunked = req.has_token("transfer-encoding", "chunked");
     let carries_body =
@@ -925,6 +937,7 @@ mod tests {
             host: "test",
             user_agent: b"wload-test",
             cookie: None,
+            authorization: None,
             body: b"",
         }
     }
@@ -1235,9 +1248,10 @@ mod tests {
             cookie: Some("s=3"),
             ..get(&Method::GET)
         };
+        // Both of the test's cookie fields and the jar's, in one field.
         assert_eq!(
             head_of(req).0,
-            "GET /x HTTP/1.1\r\ncookie: a=1; s=3\r\nuser-agent: mine\r\nhost: test\r\n\r\n"
+            "GET /x HTTP/1.1\r\nuser-agent: mine\r\nhost: test\r\ncookie: a=1; b=2; s=3\r\n\r\n"
         );
         let jar_only = Outgoing {
             cookie: Some("s=3"),
@@ -1249,6 +1263,27 @@ mod tests {
             ..get(&Method::GET)
         };
         assert!(head_of(no_jar).0.contains("cookie: a=1\r\ncookie: b=2\r\n"));
+    }
+
+    #[test]
+    fn userinfo_goes_out_as_authorization_unless_the_test_sets_one() {
+        let from_url = Outgoing {
+            authorization: Some("Basic dTpw"),
+            ..get(&Method::GET)
+        };
+        assert!(
+            head_of(from_url)
+                .0
+                .contains("authorization: Basic dTpw\r\n")
+        );
+        let own = headers(&[("Authorization", "Bearer t")]);
+        let the_tests = Outgoing {
+            headers: &own,
+            authorization: Some("Basic dTpw"),
+            ..get(&Method::GET)
+        };
+        let head = head_of(the_tests).0;
+        assert!(head.contains("authorization: Bearer t\r\n") && !head.contains("Basic"));
     }
 
     #[test]

@@ -11,8 +11,11 @@ pub struct Target {
     pub host: String,
     pub port: u16,
     pub tls: bool,
-    /// Value of the `host` header.
+    /// Value of the `host` header: host and port, never userinfo.
     pub host_header: String,
+    /// `Basic ...` for the URL's userinfo (`http://user:pass@host/`), sent
+    /// as `authorization` unless the test sets its own, as k6 does.
+    pub basic_auth: Option<String>,
     /// Origin-form request target (`/path?query`), for HTTP/1.1.
     pub path: Uri,
     /// The absolute URL, for HTTP/2's `:scheme` and `:authority`.
@@ -47,6 +50,12 @@ pub fn parse_target(url: &str) -> Result<Target, HttpError> {
         ));
     }
     let port = authority.port_u16().unwrap_or(default_port);
+    // `http::uri::Authority` keeps userinfo in its text: it must reach
+    // neither `host` nor HTTP/2's `:authority`.
+    let (host_header, basic_auth) = match authority.as_str().rsplit_once('@') {
+        Some((userinfo, host_port)) => (host_port.to_owned(), Some(basic_auth(userinfo))),
+        None => (authority.as_str().to_owned(), None),
+    };
     let path = uri
         .path_and_query()
         .map(|p| p.as_str())
@@ -54,15 +63,40 @@ pub fn parse_target(url: &str) -> Result<Target, HttpError> {
         .parse::<Uri>()
         .map_err(|e| HttpError::new(ErrorCode::InvalidUrl, format!("invalid URL {url:?}: {e}")))?;
     let scheme = if tls { "https" } else { "http" };
+    let full = if basic_auth.is_some() {
+        format!("{scheme}://{host_header}{path}")
+            .parse::<Uri>()
+            .map_err(|e| {
+                HttpError::new(ErrorCode::InvalidUrl, format!("invalid URL {url:?}: {e}"))
+            })?
+    } else {
+        uri.clone()
+    };
     Ok(Target {
         key: format!("{scheme}://{}:{port}", authority.host()),
         host: host.to_owned(),
         port,
         tls,
-        host_header: authority.as_str().to_owned(),
+        host_header,
+        basic_auth,
         path,
-        full: uri,
+        full,
     })
+}
+
+/// The `authorization` value of a URL's `user:password` (percent-decoded,
+/// as RFC 3986 writes them).
+fn basic_auth(userinfo: &str) -> String {
+    use base64::Engine as _;
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let mut plain = decode(user);
+    plain.push(b':');
+    plain.extend(decode(password));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(plain)
+    )
 }
 
 #[cfg(test)]
@@ -81,6 +115,12 @@ mod tests {
         assert_eq!(t.host, "::1");
         let t = parse_target("https://example.test/x").unwrap();
         assert_eq!((t.port, t.tls), (443, true));
+        let t = parse_target("http://us%40er:p%3Ass@127.0.0.1:81/x").unwrap();
+        assert_eq!(t.host_header, "127.0.0.1:81");
+        assert_eq!(t.full.authority().map(|a| a.as_str()), Some("127.0.0.1:81"));
+        // base64 of "us@er:p:ss".
+        assert_eq!(t.basic_auth.as_deref(), Some("Basic dXNAZXI6cDpzcw=="));
+        assert_eq!(parse_target("http://h/").unwrap().basic_auth, None);
         for bad in ["", "/relative", "ftp://x/", "http://"] {
             let e = parse_target(bad).err().unwrap();
             assert_eq!(e.code, ErrorCode::InvalidUrl, "{bad}: {e}");
