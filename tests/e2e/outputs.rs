@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{Finished, run, run_test, scratch, server, wload};
+use crate::support::{Finished, guest, run, run_test, scratch, server, wload};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -335,4 +335,29 @@ fn unknown_out_kinds_are_refused_with_the_valid_forms() {
         "{stderr}"
     );
     assert!(stderr.contains("influxdb"), "{stderr}");
+}
+
+/// An unwritable `--summary-export` or `--out` is found before the first
+/// request (setup's included), not after the whole run.
+#[test]
+fn unwritable_outputs_are_refused_before_any_load() {
+    for flag in [
+        ["--summary-export", "/nonexistent-dir/summary.json"],
+        ["--out", "json=/nonexistent-dir/out.json"],
+    ] {
+        let server = server();
+        let mut cmd = wload();
+        cmd.arg("run")
+            .arg(guest("hello"))
+            .args(["--vus", "2", "--duration", "30s", "-e"])
+            .arg(format!("BASE_URL={}", server.base_url()))
+            .args(flag);
+        let started = std::time::Instant::now();
+        let out = run(cmd, Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag:?}: {stderr}");
+        assert!(stderr.contains("nonexistent-dir"), "{flag:?}: {stderr}");
+        assert_eq!(server.stats.requests(), 0, "{flag:?}: load was sent");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
 }

@@ -158,6 +158,9 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .max()
         .unwrap_or(executor::DEFAULT_GRACEFUL_STOP);
     let interrupt = Owned::spawn(watch_ctrl_c(ctl.clone(), grace));
+    // Opened before setup's first request: an unwritable --out is found
+    // before any load, not after it.
+    let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
     test.setup(options.setup_timeout).await?;
 
     // VUs: the pre-allocated ones are instantiated before the clock starts.
@@ -181,7 +184,8 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         );
     }
 
-    let (elapsed, live) = drive(&opts, &options, prepared, &recorder, &ctl, max_vus).await?;
+    let (elapsed, live) =
+        drive(&opts, &options, prepared, outputs, &recorder, &ctl, max_vus).await?;
 
     // teardown: runs even after Ctrl-C, unless the run was hard-stopped.
     let mut exit_code = 0u8;
@@ -482,6 +486,7 @@ async fn drive(
     opts: &RunOptions,
     options: &config::Options,
     prepared: Vec<PreparedScenario>,
+    outputs: Outputs,
     recorder: &Arc<Recorder>,
     ctl: &Arc<RunControl>,
     max_vus: u32,
@@ -495,7 +500,6 @@ async fn drive(
         .unwrap_or_default();
     let _trace = std::env::var_os("WLOAD_VUS_TRACE")
         .map(|path| Owned::spawn(trace_vus(ctl.clone(), path.into())));
-    let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
     let started = Instant::now();
     let bars = prepared
         .iter()

@@ -576,22 +576,85 @@ pub async fn main() -> Result<u8> {
 
 async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     let quiet = opts.quiet;
-    let outcome = run::run(opts).await?;
+    // Opened before the run, so that an unwritable path is found before
+    // any load; written only once the summary exists.
+    let export = match &load.summary_export {
+        Some(path) => Some(ExportFile::open(path)?),
+        None => None,
+    };
+    let outcome = match run::run(opts).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            if let Some(export) = export {
+                export.abandon();
+            }
+            return Err(e);
+        }
+    };
     if !load.no_summary {
         let text = summary::render(&outcome.report);
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
     }
-    if let Some(path) = &load.summary_export {
+    if let Some(export) = export {
         let json = export::to_json(&outcome.report);
-        let text = serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        if !quiet {
-            eprintln!("summary written to {}", path.display());
+        match export.write(&json) {
+            Ok(path) if !quiet => eprintln!("summary written to {}", path.display()),
+            Ok(_) => {}
+            // A failing threshold's 99 (or 105, 107) says more about the
+            // run than the export's failure does: it is kept.
+            Err(e) if outcome.exit_code != 0 => eprintln!("ERROR {e:#}"),
+            Err(e) => return Err(e),
         }
     }
     Ok(outcome.exit_code)
+}
+
+/// The `--summary-export` file, opened before the run.
+struct ExportFile {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Whether it was made for this run (and so is removed if the run
+    /// fails before there is a summary).
+    created: bool,
+}
+
+impl ExportFile {
+    fn open(path: &std::path::Path) -> Result<ExportFile> {
+        let created = !path.exists();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| {
+                format!(
+                    "cannot write the --summary-export file {} (checked before the run)",
+                    path.display()
+                )
+            })?;
+        Ok(ExportFile {
+            path: path.to_owned(),
+            file,
+            created,
+        })
+    }
+
+    fn write(mut self, json: &serde_json::Value) -> Result<PathBuf> {
+        let text = serde_json::to_string_pretty(json).context("cannot encode the summary")?;
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.write_all(text.as_bytes()))
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(self.path)
+    }
+
+    fn abandon(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 fn compile(test: &std::path::Path, output: &std::path::Path) -> Result<()> {
