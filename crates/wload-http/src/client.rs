@@ -321,4 +321,64 @@ mod tests {
         eprintln!("Client::send_into's future: {size} bytes");
         assert!(size <= 2048, "the request future grew to {size} bytes");
     }
+
+    /// A server on loopback that reads one request head, then writes
+    /// `head` and keeps writing `drip` every 10 ms (or closes at once when
+    /// `drip` is empty).
+    async fn dripping(head: &'static [u8], drip: &'static [u8]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = sock.read(&mut buf).await;
+            let _ = sock.write_all(head).await;
+            while !drip.is_empty() && sock.write_all(drip).await.is_ok() {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    fn adds_up(r: &HttpResponse) -> bool {
+        let t = r.timings;
+        t.sending + t.waiting + t.receiving == t.duration
+    }
+
+    /// A request that fails or times out midway keeps the bytes it read,
+    /// its phases add up to its duration, and its error names the phase
+    /// (a timed-out one recorded 0 bytes, a cut one put its whole
+    /// duration in `sending`).
+    #[tokio::test]
+    async fn failed_requests_keep_their_bytes_and_phases() {
+        let client = Client::new(ClientConfig::default(), BodyPool::new(4)).unwrap();
+        let conns = VuConnections::default();
+        let url = dripping(b"HTTP/1.1 200 OK\r\ncontent-length: 10000000\r\n\r\n", b"x").await;
+        let spec = RequestSpec {
+            method: "GET".into(),
+            url,
+            timeout: Some(std::time::Duration::from_millis(400)),
+            ..RequestSpec::default()
+        };
+        let r = client.send(&conns, spec).await;
+        assert_eq!(r.error_code(), ErrorCode::RequestTimeout as u32);
+        assert!(r.bytes_received > 40, "{}", r.bytes_received);
+        assert!(adds_up(&r), "{:?}", r.timings);
+        assert!(r.timings.receiving > r.timings.sending);
+        let message = &r.error.as_ref().unwrap().message;
+        assert!(message.contains("while receiving"), "{message}");
+
+        let url = dripping(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf", b"").await;
+        let spec = RequestSpec {
+            method: "GET".into(),
+            url,
+            ..RequestSpec::default()
+        };
+        let r = client.send(&conns, spec).await;
+        assert_eq!(r.error_code(), ErrorCode::ConnectionReset as u32);
+        assert!(r.bytes_received > 40);
+        assert!(adds_up(&r), "{:?}", r.timings);
+        assert!(r.timings.sending < r.timings.duration, "{:?}", r.timings);
+    }
 }
