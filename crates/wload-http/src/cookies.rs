@@ -7,6 +7,10 @@
 
 use std::time::{Duration, SystemTime};
 
+/// Seconds from the epoch to an expiry later than any run (the end of
+/// year 9999), well inside what `SystemTime` holds on every platform.
+const FOREVER_SECS: u64 = 253_402_300_799;
+
 /// One stored cookie.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredCookie {
@@ -66,7 +70,10 @@ impl CookieJar {
                 Some(if secs <= 0 {
                     SystemTime::UNIX_EPOCH
                 } else {
-                    now + Duration::from_secs(secs as u64)
+                    // A server's number: past what the clock holds, the
+                    // cookie simply never expires (`+` would panic).
+                    now.checked_add(Duration::from_secs(secs as u64))
+                        .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(FOREVER_SECS))
                 })
             }
             (None, Some(at)) => {
@@ -74,7 +81,9 @@ impl CookieJar {
                 Some(if secs <= 0 {
                     SystemTime::UNIX_EPOCH
                 } else {
-                    SystemTime::UNIX_EPOCH + Duration::from_secs(secs as u64)
+                    SystemTime::UNIX_EPOCH
+                        .checked_add(Duration::from_secs(secs as u64))
+                        .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(FOREVER_SECS))
                 })
             }
             (None, None) => None,
@@ -208,5 +217,16 @@ mod tests {
         );
         jar.clear();
         assert!(jar.is_empty());
+    }
+
+    /// A hostile `Max-Age` past what the clock holds is a cookie that
+    /// never expires, not a panic of the whole run.
+    #[test]
+    fn huge_max_age_and_expires_do_not_panic() {
+        let mut jar = CookieJar::default();
+        jar.store_header("h", "/", "a=1; Max-Age=9223372036854775807");
+        jar.store_header("h", "/", "b=2; Expires=Fri, 31 Dec 9999 23:59:59 GMT");
+        let sent = jar.header_for(false, "h", "/").unwrap_or_default();
+        assert!(sent.contains("a=1") && sent.contains("b=2"), "{sent}");
     }
 }
