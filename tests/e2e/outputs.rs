@@ -361,3 +361,23 @@ fn unwritable_outputs_are_refused_before_any_load() {
         assert!(started.elapsed() < Duration::from_secs(20));
     }
 }
+
+/// A summary export that fails only at the end (here /dev/full: it opens,
+/// but takes no byte) is reported, and a failing threshold's 99 stays the
+/// exit code (it was 1, which hid the threshold).
+#[test]
+fn a_late_export_error_does_not_hide_a_failed_threshold() {
+    let server = server();
+    let options = serde_json::json!({"thresholds": {"http_reqs": ["count<1"]}});
+    let mut cmd = wload();
+    cmd.arg("run")
+        .arg(guest("hello"))
+        .args(["--iterations", "3", "-e"])
+        .arg(format!("BASE_URL={}", server.base_url()))
+        .args(crate::support::options_file("late-export", &options).split(' '))
+        .args(["--summary-export", "/dev/full"]);
+    let out = run(cmd, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(stderr.contains("/dev/full"), "{stderr}");
+}
