@@ -133,6 +133,11 @@ impl MeteredIo {
 pub enum Stream {
     Plain(MeteredIo),
     Tls(Box<TlsStream<MeteredIo>>),
+    /// An in-memory pipe in place of a socket, for [`crate::fuzzing`]:
+    /// the fuzz targets and property tests feed the client a server's
+    /// bytes with reads split where they choose, deterministically and
+    /// without a socket per case. Never made by the client itself.
+    Memory(tokio::io::DuplexStream),
 }
 
 impl Stream {
@@ -158,6 +163,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_read(cx, buf),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_read(cx, buf),
         }
     }
 }
@@ -171,6 +177,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_write(cx, buf),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_write(cx, buf),
         }
     }
 
@@ -178,6 +185,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_flush(cx),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_flush(cx),
         }
     }
 
@@ -185,6 +193,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_shutdown(cx),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_shutdown(cx),
         }
     }
 }
