@@ -6,6 +6,22 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// The longest duration accepted: Go's `time.Duration` (k6's) is an i64
+/// of nanoseconds, about 292 years. Past it, k6 refuses the option; here
+/// `Duration::from_secs_f64` would panic past `u64::MAX` seconds, and the
+/// run's sums of durations (start time + duration + graceful stop) could
+/// overflow. Bounded so, sums of durations fit a `Duration` (u64
+/// seconds) until there are billions of them.
+const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
+
+/// `secs` as a duration, when it is one a run can hold.
+fn bounded(secs: f64) -> Option<Duration> {
+    (secs >= 0.0)
+        .then(|| Duration::try_from_secs_f64(secs).ok())
+        .flatten()
+        .filter(|d| *d <= MAX_DURATION)
+}
+
 /// Parse a k6 duration: `"30s"`, `"1m30s"`, `"1h"`, `"500ms"`, `"1.5s"`,
 /// or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -17,11 +33,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(err());
     }
     if let Ok(secs) = s.parse::<f64>() {
-        return if secs >= 0.0 && secs.is_finite() {
-            Ok(Duration::from_secs_f64(secs))
-        } else {
-            Err(err())
-        };
+        return bounded(secs).ok_or_else(err);
     }
     let mut total = 0.0f64;
     let mut rest = s;
@@ -49,7 +61,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         total += value * factor;
         rest = &rest[unit_len..];
     }
-    Ok(Duration::from_secs_f64(total))
+    bounded(total).ok_or_else(err)
 }
 
 /// A k6 duration value: a string (`"30s"`) or milliseconds.
@@ -57,8 +69,12 @@ pub fn duration_value(v: &Value) -> Result<Duration, String> {
     match v {
         Value::String(s) => parse_duration(s),
         Value::Number(n) => match n.as_f64() {
-            Some(ms) if ms >= 0.0 && ms.is_finite() => Ok(Duration::from_secs_f64(ms / 1000.0)),
-            _ => Err(format!(
+            Some(ms) => bounded(ms / 1000.0).ok_or_else(|| {
+                format!(
+                    "invalid duration {n}: milliseconds must be at least 0 and at most 292 years"
+                )
+            }),
+            None => Err(format!(
                 "invalid duration {n}: milliseconds must be at least 0"
             )),
         },
@@ -84,5 +100,27 @@ mod tests {
         for bad in ["", "10x", "s", "-1s", "1m-2s", "abc"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Seen while writing the `options` fuzz target: past `u64::MAX` seconds,
+    /// `Duration::from_secs_f64` panicked (`--duration 1e20`).
+    #[test]
+    fn durations_longer_than_k6_allows_are_errors_not_panics() {
+        for huge in [
+            "1e20",
+            "99999999999999999999999h",
+            "300000000000",
+            "2562048h",
+        ] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
+        assert!(duration_value(&serde_json::json!(1e300)).is_err());
+        assert!(duration_value(&serde_json::json!(u64::MAX)).is_err());
+        // The limit itself (2562047h47m16.854775807s, as Go prints it) holds.
+        assert_eq!(
+            parse_duration("2562047h"),
+            Ok(Duration::from_secs(2_562_047 * 3600))
+        );
+        assert!(duration_value(&serde_json::json!(9_223_372_036_854u64)).is_ok());
     }
 }
