@@ -21,6 +21,9 @@ fn json_value() -> impl Strategy<Value = Value> {
         prop::sample::select(vec![0u64, 1, 2, 10, u64::from(u32::MAX), u64::MAX])
             .prop_map(Value::from),
         "[0-9]{1,20}(ms|s|m|h|d)?".prop_map(Value::from),
+        // Past what a Duration holds (durations once panicked there).
+        prop::sample::select(vec![1e20, 1e300, f64::MAX]).prop_map(|f| json!(f)),
+        "[1-9][0-9]{19,24}(ms|s|h)?".prop_map(Value::from),
         ".{0,8}".prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 24, 6, |inner| {
