@@ -98,10 +98,10 @@ proptest! {
     #[test]
     fn arbitrary_json_never_panics(value in json_value()) {
         let text = value.to_string();
-        if let Ok(map) = test_layer(&text) {
-            if let Ok(options) = resolve(&map) {
-                plan_all(&options);
-            }
+        if let Ok(map) = test_layer(&text)
+            && let Ok(options) = resolve(&map)
+        {
+            plan_all(&options);
         }
     }
 
