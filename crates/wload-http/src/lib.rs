@@ -22,6 +22,8 @@ mod decode;
 mod dns;
 mod error;
 mod exchange;
+#[doc(hidden)]
+pub mod fuzzing;
 mod h1;
 mod headers;
 mod pool;

@@ -136,6 +136,11 @@ impl MeteredIo {
 pub enum Stream {
     Plain(MeteredIo),
     Tls(Box<TlsStream<MeteredIo>>),
+    /// An in-memory pipe in place of a socket, for [`crate::fuzzing`]:
+    /// the fuzz targets and property tests feed the client a server's
+    /// bytes with reads split where they choose, deterministically and
+    /// without a socket per case. Never made by the client itself.
+    Memory(tokio::io::DuplexStream),
 }
 
 impl Stream {
@@ -145,7 +150,7 @@ impl Stream {
     pub fn poll_answered(&self, cx: &mut Context<'_>) -> bool {
         match self {
             Stream::Plain(io) => io.inner.poll_read_ready(cx).is_ready(),
-            Stream::Tls(_) => false,
+            Stream::Tls(_) | Stream::Memory(_) => false,
         }
     }
 
@@ -154,6 +159,17 @@ impl Stream {
         match self {
             Stream::Plain(io) => &io.marks,
             Stream::Tls(tls) => &tls.get_ref().0.marks,
+            // The fuzzers' pipe measures nothing.
+            Stream::Memory(_) => {
+                static UNMEASURED: IoMarks = IoMarks {
+                    read: AtomicU64::new(0),
+                    written: AtomicU64::new(0),
+                    last_write: AtomicU64::new(0),
+                    first_read: AtomicU64::new(0),
+                    request_sent: AtomicU64::new(0),
+                };
+                &UNMEASURED
+            }
         }
     }
 
@@ -179,6 +195,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_read(cx, buf),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_read(cx, buf),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_read(cx, buf),
         }
     }
 }
@@ -192,6 +209,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_write(cx, buf),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_write(cx, buf),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_write(cx, buf),
         }
     }
 
@@ -199,6 +217,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_flush(cx),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_flush(cx),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_flush(cx),
         }
     }
 
@@ -206,6 +225,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(io) => Pin::new(io).poll_shutdown(cx),
             Stream::Tls(tls) => Pin::new(tls.as_mut()).poll_shutdown(cx),
+            Stream::Memory(pipe) => Pin::new(pipe).poll_shutdown(cx),
         }
     }
 }
