@@ -316,6 +316,118 @@ fn http_features_match_rust(lang: &str, test: &Path) {
     }
 }
 
+/// A per-request body limit (`maxBodySize` in JS, `max_body_size=` in
+/// Python; `send-with-limits`/`batch-with-limits` underneath) cuts the
+/// requests that set it and only those: the `limit` mode of
+/// http_features sends, per iteration, `/bytes/4096` with a 1 KiB limit
+/// and without, a gzip body of 137 bytes decoded with a 100-byte limit,
+/// and a batch of a limited, an unlimited and a small limited request.
+/// The engine's own record of each request (`--out json`) must show 1060
+/// for the two cut on the wire, 1702 for the decoded one and success for
+/// the rest, and the checks must read as Rust's.
+fn body_limit_per_request(lang: &str, test: &Path) {
+    const ITERATIONS: u64 = 2;
+    let args = format!("--vus 1 --iterations {ITERATIONS} -e MODE=limit");
+    let name = format!("{lang}_http_limit");
+    // Not in `run_file`'s scratch folder, which it empties.
+    let lines = scratch(&format!("{name}-out")).join("out.jsonl");
+    let target = server();
+    let run = run_file(
+        &name,
+        test,
+        &target.base_url(),
+        &format!("{args} --out json={}", lines.display()),
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "{name}: stderr: {}", run.stderr());
+    assert_eq!(target.stats.requests(), 6 * ITERATIONS, "{name}: requests");
+
+    // `http_reqs` samples by (error_code, status) tag.
+    let mut seen = std::collections::BTreeMap::<(String, String), u64>::new();
+    let text = std::fs::read_to_string(&lines).expect("read the --out json lines");
+    for line in text.lines() {
+        let line: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        if line["metric"] != "http_reqs" {
+            continue;
+        }
+        let tag = |k: &str| line["tags"][k].as_str().unwrap_or("none").to_owned();
+        let n = line["values"]["sum"].as_f64().unwrap_or(0.0) as u64;
+        *seen.entry((tag("error_code"), tag("status"))).or_default() += n;
+    }
+    let cut: u64 = seen
+        .iter()
+        .filter(|((code, _), _)| code == "1060")
+        .map(|(_, n)| n)
+        .sum();
+    let decoded: u64 = seen
+        .iter()
+        .filter(|((code, _), _)| code == "1702")
+        .map(|(_, n)| n)
+        .sum();
+    let whole = seen
+        .get(&("none".to_owned(), "200".to_owned()))
+        .copied()
+        .unwrap_or(0);
+    assert_eq!(
+        (cut, decoded, whole),
+        (2 * ITERATIONS, ITERATIONS, 3 * ITERATIONS),
+        "{name}: http_reqs by (error_code, status): {seen:?}"
+    );
+
+    for check in [
+        "limit: past it fails with 1060",
+        "limit: without it the body is whole",
+        "limit: decoded past it fails with 1702",
+        "limit: batch, each its own",
+    ] {
+        assert_eq!(run.check(check), (ITERATIONS, 0), "{name}: check {check:?}");
+    }
+    let rust_server = server();
+    let rust = run_file(
+        &format!("{name}_rust"),
+        &guest("http_features"),
+        &rust_server.base_url(),
+        &args,
+        LIMIT,
+    );
+    assert_eq!(
+        rust.code(),
+        Some(0),
+        "{name}_rust: stderr: {}",
+        rust.stderr()
+    );
+    assert_eq!(
+        run.summary["root_group"], rust.summary["root_group"],
+        "{name}: checks as Rust's"
+    );
+    assert_eq!(
+        run.metric("http_req_failed", "passes"),
+        rust.metric("http_req_failed", "passes"),
+        "{name}: http_req_failed"
+    );
+}
+
+#[test]
+fn javascript_body_limit_per_request() {
+    let built = javascript();
+    body_limit_per_request(
+        "js",
+        built.http_features.as_deref().expect("js http_features"),
+    );
+}
+
+#[test]
+fn python_body_limit_per_request() {
+    let built = python();
+    body_limit_per_request(
+        "python",
+        built
+            .http_features
+            .as_deref()
+            .expect("python http_features"),
+    );
+}
+
 /// k6 scripts often read `__ENV` at the top level; in wload that code runs
 /// at build time, so the build must fail and say what to do.
 #[test]

@@ -8,6 +8,8 @@
 //   cleared through `http.cookieJar()`.
 // - `expect`: `/status/404` expected through `responseCallback:
 //   http.expectedStatuses(...)`; `/status/418` not.
+// - `limit`: `maxBodySize` cuts `/bytes/4096` (1060) and a decoded gzip
+//   body (1702), alone and in a batch; without it the body arrives whole.
 //
 //   node ../../../sdk/js/bin/wload-js.mjs build script.js -o http_features.wasm
 //   wload run http_features.wasm --iterations 3 -e MODE=redirect -e BASE_URL=http://127.0.0.1:8080
@@ -64,6 +66,25 @@ const modes = {
     ok('expect: 404 answered', expected.status === 404);
     const bad = http.get(url('/status/418'));
     ok('expect: 418 answered', bad.status === 418);
+  },
+
+  limit() {
+    const cut = http.get(url('/bytes/4096'), { maxBodySize: 1024 });
+    ok('limit: past it fails with 1060', cut.error_code === 1060);
+    const whole = http.get(url('/bytes/4096'));
+    ok('limit: without it the body is whole', whole.error_code === 0 && whole.body_length === 4096);
+    // About 50 bytes on the wire, 137 once decoded.
+    const decoded = http.get(url('/compressed/gzip'), {
+      headers: { 'accept-encoding': 'gzip' },
+      maxBodySize: 100,
+    });
+    ok('limit: decoded past it fails with 1702', decoded.error_code === 1702);
+    const res = http.batch([
+      { method: 'GET', url: url('/bytes/4096'), params: { maxBodySize: 1024 } },
+      url('/bytes/4096'),
+      ['GET', url('/bytes/512'), null, { maxBodySize: 1024 }],
+    ]);
+    ok('limit: batch, each its own', res.map((r) => r.error_code).join() === '1060,0,0');
   },
 };
 

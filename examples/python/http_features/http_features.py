@@ -2,13 +2,16 @@
 the same requests and check names as examples/rust/http_features, so that
 the two can be compared run for run: `proto`, `redirect` (followed, and
 `max_redirects=1`), `cookies` (kept across iterations, set and cleared by
-the test) and `expect` (`expected_statuses` per request).
+the test), `expect` (`expected_statuses` per request) and `limit`
+(`max_body_size` per request, past which a body fails with 1060, or 1702
+once decoded).
 
     python ../../../sdk/python/wload_build.py build http_features.py -o http_features.wasm
     wload run http_features.wasm --iterations 3 -e MODE=redirect -e BASE_URL=http://127.0.0.1:8080
 """
 
 from wload import check, env, http, iteration
+from wload.http import Request
 
 
 def default(_data):
@@ -47,5 +50,19 @@ def default(_data):
         check("expect: 404 answered", ok.status == 404)
         bad = http.get(url("/status/418"))
         check("expect: 418 answered", bad.status == 418)
+    elif mode == "limit":
+        cut = http.get(url("/bytes/4096"), max_body_size=1024)
+        check("limit: past it fails with 1060", cut.error_code == 1060)
+        whole = http.get(url("/bytes/4096"))
+        check("limit: without it the body is whole", whole.error_code == 0 and len(whole.content) == 4096)
+        # About 50 bytes on the wire, 137 once decoded.
+        decoded = http.get(url("/compressed/gzip"), headers={"accept-encoding": "gzip"}, max_body_size=100)
+        check("limit: decoded past it fails with 1702", decoded.error_code == 1702)
+        res = http.batch([
+            Request("GET", url("/bytes/4096"), max_body_size=1024),
+            Request("GET", url("/bytes/4096")),
+            Request("GET", url("/bytes/512"), max_body_size=1024),
+        ])
+        check("limit: batch, each its own", [r.error_code for r in res] == [1060, 0, 0])
     else:
         raise ValueError(f"unknown MODE {mode!r}")

@@ -31,14 +31,23 @@ function rethrow(e) {
 }
 
 export const http = {
-  /** One request; `opts` (a WIT `request-options`) only when set. */
-  send(req, opts) {
+  /**
+   * One request; `opts` (a WIT `request-options`) and `limits` (a WIT
+   * `request-limits`) only when set. The plainest call that carries them,
+   * as the Rust SDK makes (there it keeps a test's imports to what it uses;
+   * componentize-js imports the whole world whatever is called).
+   */
+  send(req, opts, limits) {
     guard('an HTTP request');
+    if (limits) return wit_http.sendWithLimits(req, opts || {}, limits);
     return opts ? wit_http.sendWith(req, opts) : wit_http.send(req);
   },
-  /** Requests in parallel; `opts[i]` goes with `reqs[i]`, when any is set. */
-  batch(reqs, opts) {
+  /** Requests in parallel; `opts[i]` and `limits[i]` go with `reqs[i]`, when any is set. */
+  batch(reqs, opts, limits) {
     guard('an HTTP request');
+    if (limits.some((l) => l)) {
+      return wit_http.batchWithLimits(reqs.map((r, i) => [r, opts[i] || {}, limits[i] || {}]));
+    }
     if (!opts.some((o) => o)) return wit_http.batch(reqs);
     return wit_http.batchWith(reqs.map((r, i) => [r, opts[i] || {}]));
   },

@@ -3,7 +3,8 @@
 // timings) and their host handle released at once, so a script can keep
 // responses around without holding engine buffers. Per-request options
 // beyond the 0.1.0 `request` record (redirects, expected statuses) go
-// through `send-with`/`batch-with`, only when a script sets them.
+// through `send-with`/`batch-with`, and limits (`maxBodySize`) through
+// `send-with-limits`/`batch-with-limits`, only when a script sets them.
 
 import { http as host, fields } from './host.js';
 
@@ -156,13 +157,19 @@ function buildRequest(method, url, body, params = {}) {
     expected === undefined && redirects === undefined
       ? null
       : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: undefined };
-  return { req, opts };
+  const maxBodySize = params.maxBodySize;
+  if (maxBodySize !== undefined && !(Number.isSafeInteger(maxBodySize) && maxBodySize >= 0)) {
+    throw new Error(`maxBodySize must be a whole number of bytes >= 0, not ${JSON.stringify(maxBodySize)}`);
+  }
+  // WIT `u64` is a BigInt in the bindings.
+  const limits = maxBodySize === undefined ? null : { maxBodySize: BigInt(maxBodySize) };
+  return { req, opts, limits };
 }
 
 /** `http.request(method, url, body, params)`. */
 export function request(method, url, body, params) {
-  const { req, opts } = buildRequest(method, url, body, params);
-  return new Response(host.send(req, opts), req);
+  const { req, opts, limits } = buildRequest(method, url, body, params);
+  return new Response(host.send(req, opts, limits), req);
 }
 
 export function get(url, params) {
@@ -205,7 +212,8 @@ export function batch(requests) {
   const built = list.map(batchEntry);
   const reqs = built.map((b) => b.req);
   const opts = built.map((b) => b.opts);
-  const responses = host.batch(reqs, opts).map((h, i) => new Response(h, reqs[i]));
+  const limits = built.map((b) => b.limits);
+  const responses = host.batch(reqs, opts, limits).map((h, i) => new Response(h, reqs[i]));
   if (!keys) return responses;
   return Object.fromEntries(keys.map((k, i) => [k, responses[i]]));
 }

@@ -110,6 +110,10 @@ class Request:
     expected_statuses: Optional[list] = None
     """Statuses that count as expected in `http_req_failed`: ints and
     `(min, max)` ranges; None keeps the run's setting (200-399)."""
+    max_body_size: Optional[int] = None
+    """Largest response body kept, in bytes, on the wire and once decoded
+    (None: the run's `--max-response-body-size`, 64 MiB); past it the
+    request fails with error code 1060 (1702 decoded)."""
 
     def _options(self) -> Optional[_wit.RequestOptions]:
         """The WIT options beyond `request`, or None when none is set."""
@@ -124,6 +128,18 @@ class Request:
         return _wit.RequestOptions(
             max_redirects=self.max_redirects, expected_statuses=expected, body_mode=None
         )
+
+    def _limits(self) -> Optional[_wit.RequestLimits]:
+        """The WIT limits, or None when none is set."""
+        if self.max_body_size is None:
+            return None
+        # Checked here: the bindings would fail a negative `u64` with a
+        # message that does not name the option.
+        if not isinstance(self.max_body_size, int) or self.max_body_size < 0:
+            raise ValueError(
+                f"max_body_size must be a whole number of bytes >= 0, not {self.max_body_size!r}"
+            )
+        return _wit.RequestLimits(max_body_size=self.max_body_size)
 
     def _wit(self) -> _wit.Request:
         headers = _host.fields(self.headers)
@@ -148,12 +164,24 @@ class Request:
         )
 
 
+def _no_options() -> _wit.RequestOptions:
+    """Options that leave everything to the run."""
+    return _wit.RequestOptions(max_redirects=None, expected_statuses=None, body_mode=None)
+
+
 def request(method: str, url: str, **kwargs: Any) -> Response:
     """Send one request. Keyword arguments are those of `Request`."""
     _host.guard("an HTTP request")
     spec = Request(method, url, **kwargs)
-    req, opts = spec._wit(), spec._options()
-    return _read(_wit.send(req) if opts is None else _wit.send_with(req, opts), req)
+    req, opts, limits = spec._wit(), spec._options(), spec._limits()
+    # The plainest call that carries what was set, as the Rust SDK does.
+    if limits is not None:
+        handle = _wit.send_with_limits(req, opts or _no_options(), limits)
+    elif opts is not None:
+        handle = _wit.send_with(req, opts)
+    else:
+        handle = _wit.send(req)
+    return _read(handle, req)
 
 
 def get(url: str, **kwargs: Any) -> Response:
@@ -185,11 +213,16 @@ def batch(requests: list[Request]) -> list[Response]:
     _host.guard("an HTTP request")
     reqs = [r._wit() for r in requests]
     opts = [r._options() for r in requests]
-    if all(o is None for o in opts):
+    limits = [r._limits() for r in requests]
+    if any(lim is not None for lim in limits):
+        none, unlimited = _no_options(), _wit.RequestLimits(max_body_size=None)
+        handles = _wit.batch_with_limits(
+            [(r, o or none, lim or unlimited) for r, o, lim in zip(reqs, opts, limits)]
+        )
+    elif all(o is None for o in opts):
         handles = _wit.batch(reqs)
     else:
-        none = _wit.RequestOptions(max_redirects=None, expected_statuses=None, body_mode=None)
-        handles = _wit.batch_with([(r, o or none) for r, o in zip(reqs, opts)])
+        handles = _wit.batch_with([(r, o or _no_options()) for r, o in zip(reqs, opts)])
     return [_read(h, r) for h, r in zip(handles, reqs)]
 
 

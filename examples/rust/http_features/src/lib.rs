@@ -12,6 +12,9 @@
 //! - `compress`: `/compressed/{gzip,deflate,zstd}` decoded.
 //! - `error`: `GET ${TARGET}`; checks the error code is `${EXPECT_CODE}`.
 //! - `expect`: `/status/404` expected per request; `/status/418` not.
+//! - `limit`: a per-request body limit cuts `/bytes/4096` (1060) and a
+//!   decoded gzip body (1702), alone and in a batch; without it the body
+//!   arrives whole.
 //! - `sdk`: query, form, multipart and JSON bodies through `/echo`.
 //! - `keep`: with `--discard-response-bodies`, a request that keeps its body.
 
@@ -159,6 +162,33 @@ impl Test for Features {
                 check("expect: 404 answered", ok.status() == 404);
                 let bad = http::get(&self.url("/status/418"));
                 check("expect: 418 answered", bad.status() == 418);
+            }
+            "limit" => {
+                let cut = Request::get(self.url("/bytes/4096"))
+                    .max_body_size(1024)
+                    .send();
+                check("limit: past it fails with 1060", cut.error_code() == 1060);
+                let whole = http::get(&self.url("/bytes/4096"));
+                check(
+                    "limit: without it the body is whole",
+                    whole.error_code() == 0 && whole.body().len() == 4096,
+                );
+                // About 50 bytes on the wire, 137 once decoded.
+                let decoded = Request::get(self.url("/compressed/gzip"))
+                    .header("accept-encoding", "gzip")
+                    .max_body_size(100)
+                    .send();
+                check(
+                    "limit: decoded past it fails with 1702",
+                    decoded.error_code() == 1702,
+                );
+                let res = http::batch(vec![
+                    Request::get(self.url("/bytes/4096")).max_body_size(1024),
+                    Request::get(self.url("/bytes/4096")),
+                    Request::get(self.url("/bytes/512")).max_body_size(1024),
+                ]);
+                let codes: Vec<u32> = res.iter().map(Response::error_code).collect();
+                check("limit: batch, each its own", codes == [1060, 0, 0]);
             }
             "sdk" => {
                 let res = Request::get(self.url("/echo")).query("q", "a b&c").send();
