@@ -381,4 +381,76 @@ mod tests {
         assert!(adds_up(&r), "{:?}", r.timings);
         assert!(r.timings.sending < r.timings.duration, "{:?}", r.timings);
     }
+
+    /// A server on `ip` that answers every request with `reply` and sends
+    /// each request head it read down the returned channel.
+    async fn recording(
+        ip: &str,
+        reply: String,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let (tx, reply) = (tx.clone(), reply.clone());
+                tokio::spawn(async move {
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match sock.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => seen.extend_from_slice(&buf[..n]),
+                            }
+                        }
+                        let _ = tx.send(String::from_utf8_lossy(&seen).to_lowercase());
+                        seen.clear();
+                        if sock.write_all(reply.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{addr}"), rx)
+    }
+
+    /// A redirect to another host (127.0.0.2: still loopback) drops the
+    /// test's Authorization and Cookie; one to the same host keeps them.
+    /// Before, `spec.headers` went along on every hop.
+    #[tokio::test]
+    async fn credentials_do_not_follow_a_redirect_to_another_host() {
+        let ok = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_owned();
+        let (other, mut other_saw) = recording("127.0.0.2", ok.clone()).await;
+        let (same, mut same_saw) = recording("127.0.0.1", ok).await;
+        let to = |url: String| {
+            format!("HTTP/1.1 302 Found\r\nlocation: {url}/landed\r\ncontent-length: 0\r\n\r\n")
+        };
+        let (away, _) = recording("127.0.0.1", to(other)).await;
+        let (home, _) = recording("127.0.0.1", to(same)).await;
+        let client = Client::new(ClientConfig::default(), BodyPool::new(4)).unwrap();
+        let conns = VuConnections::default();
+        let with_credentials = |url: String| RequestSpec {
+            method: "GET".into(),
+            url,
+            headers: vec![
+                ("Authorization".into(), "Bearer secret".into()),
+                ("Cookie".into(), "session=secret".into()),
+                ("X-Trace".into(), "kept".into()),
+            ],
+            ..RequestSpec::default()
+        };
+        let r = client.send(&conns, with_credentials(away)).await;
+        assert_eq!((r.status, r.hops.len()), (200, 1));
+        let seen = other_saw.recv().await.unwrap();
+        assert!(!seen.contains("secret"), "{seen}");
+        assert!(seen.contains("x-trace: kept"), "{seen}");
+        let r = client.send(&conns, with_credentials(home)).await;
+        assert_eq!(r.status, 200);
+        let seen = same_saw.recv().await.unwrap();
+        assert!(seen.contains("authorization: bearer secret"), "{seen}");
+        assert!(seen.contains("session=secret"), "{seen}");
+    }
 }
