@@ -7,6 +7,7 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use wload_engine::config::{Options, env_layer, merge, resolve, stage_arg, test_layer};
+use wload_engine::executor::EXECUTORS;
 use wload_engine::executor::segment::Segment;
 
 /// Arbitrary JSON, small, with numbers of every kind and the strings an
@@ -69,16 +70,11 @@ fn key() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Every executor wload runs, and one k6 name it does not.
 fn executor() -> impl Strategy<Value = &'static str> {
-    prop::sample::select(vec![
-        "shared-iterations",
-        "per-vu-iterations",
-        "constant-vus",
-        "ramping-vus",
-        "constant-arrival-rate",
-        "ramping-arrival-rate",
-        "externally-controlled",
-    ])
+    let mut kinds = EXECUTORS.to_vec();
+    kinds.push("externally-controlled");
+    prop::sample::select(kinds)
 }
 
 /// What a run reads off resolved options before it starts.

@@ -893,6 +893,20 @@ mod tests {
         }
     }
 
+    /// Read a request head off `sock` (and whatever came with it); false
+    /// when the client closed first.
+    async fn read_head(sock: &mut TcpStream) -> bool {
+        let mut seen = Vec::new();
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let mut buf = [0u8; 1024];
+            match sock.read(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        true
+    }
+
     /// A server on loopback that answers the requests of one connection
     /// with `replies`, in order, and a client connection to it.
     async fn scripted(replies: Vec<Reply>) -> H1Conn {
@@ -901,13 +915,8 @@ mod tests {
         tokio::spawn(async move {
             let (mut sock, _) = listener.accept().await.expect("accept");
             for r in replies {
-                let mut seen = Vec::new();
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    let mut buf = [0u8; 1024];
-                    match sock.read(&mut buf).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => seen.extend_from_slice(&buf[..n]),
-                    }
+                if !read_head(&mut sock).await {
+                    return;
                 }
                 for piece in &r.pieces {
                     sock.write_all(piece).await.expect("write");
@@ -1155,13 +1164,8 @@ mod tests {
         let addr = listener.local_addr().expect("address");
         tokio::spawn(async move {
             let (mut sock, _) = listener.accept().await.expect("accept");
-            let mut seen = Vec::new();
-            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                let mut buf = [0u8; 1024];
-                match sock.read(&mut buf).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => seen.extend_from_slice(&buf[..n]),
-                }
+            if !read_head(&mut sock).await {
+                return;
             }
             let _ = sock
                 .write_all(b"HTTP/1.1 413 Payload Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")

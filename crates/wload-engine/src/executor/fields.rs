@@ -49,7 +49,7 @@ impl<'a> Fields<'a> {
         // In place of an invalid required duration: not zero, which the
         // executor's validation would report a second time ("must be
         // longer than 0s" after "longer than the maximum").
-        const PLACEHOLDER: Duration = Duration::from_secs(1);
+        const INVALID_STAND_IN: Duration = Duration::from_secs(1);
         match self.get(key) {
             None => {
                 if default.is_none() {
@@ -61,7 +61,7 @@ impl<'a> Fields<'a> {
                 Ok(d) => d,
                 Err(e) => {
                     self.error(key, e);
-                    default.unwrap_or(PLACEHOLDER)
+                    default.unwrap_or(INVALID_STAND_IN)
                 }
             },
         }
