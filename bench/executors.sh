@@ -18,7 +18,7 @@ hello=target/guests/wasm32-wasip2/release/hello.wasm
 work=$(mktemp -d)
 port=18790
 
-taskset -c 0 "$wload" serve --port $port --duration 60s 2>"$work/server.log" &
+taskset -c 0 "$wload" target --port $port --duration 60s 2>"$work/server.log" &
 server=$!
 sleep 0.5
 

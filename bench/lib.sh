@@ -3,7 +3,7 @@
 #
 #   wload_and_guest NAME   sets WLOAD (built unless given) and GUEST
 #                          (target/guests/.../NAME.wasm, built if absent)
-#   serve PORT SECS LOG    starts `wload serve` on core 0, bounded to SECS,
+#   serve PORT SECS LOG    starts `wload target` on core 0, bounded to SECS,
 #                          sets SERVER (its PID) and returns once it answers
 #   stop_server            ends it (by its PID)
 wload_and_guest() {
@@ -19,13 +19,13 @@ wload_and_guest() {
 }
 
 serve() {
-  taskset -c 0 "$WLOAD" serve --port "$1" --duration "$2s" >"$3" 2>&1 &
+  taskset -c 0 "$WLOAD" target --port "$1" --duration "$2s" >"$3" 2>&1 &
   SERVER=$!
   for _ in $(seq 50); do
     curl -sf "http://127.0.0.1:$1/" >/dev/null 2>&1 && return 0
     sleep 0.1
   done
-  echo "wload serve did not answer on port $1: $(cat "$3")" >&2
+  echo "wload target did not answer on port $1: $(cat "$3")" >&2
   return 1
 }
 

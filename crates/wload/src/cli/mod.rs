@@ -59,7 +59,7 @@ enum Command {
     },
     /// Run only the built-in target server on 127.0.0.1, to try tests
     /// against: GET /, /bytes/N, /status/N, /delay/MS, POST /echo.
-    Serve {
+    Target {
         /// Port to listen on.
         #[arg(long, default_value_t = 8080)]
         port: u16,
@@ -515,10 +515,10 @@ pub async fn main() -> Result<u8> {
             );
             Ok(code)
         }
-        Command::Serve { port, duration } => {
+        Command::Target { port, duration } => {
             let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
             eprintln!(
-                "wload serve: listening on {} (Ctrl-C to stop)",
+                "wload target: listening on {} (Ctrl-C to stop)",
                 server.base_url()
             );
             match duration {
@@ -533,7 +533,7 @@ pub async fn main() -> Result<u8> {
                 }
             }
             eprintln!(
-                "wload serve: {} requests on {} connections (at most {} open at once)",
+                "wload target: {} requests on {} connections (at most {} open at once)",
                 server.stats.requests(),
                 server.stats.connections(),
                 server.stats.max_open_connections()

@@ -2,7 +2,7 @@
 //! (N from `-e SIZE=`, default 100000) and check that the body's SHA-256
 //! matches the `x-sha256` header the server sent, and that the phases of
 //! the request add up to its duration. wload's built-in target server
-//! (`wload serve`) sends that header.
+//! (`wload target`) sends that header.
 //!
 //! With `-e DISCARD=1` the body is read and counted but not kept: the
 //! test then checks that nothing but its length reached the guest.
