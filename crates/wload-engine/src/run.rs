@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 
 use wasmtime::Store;
-use wload_http::{BodyPool, Client, ClientConfig};
+use wload_http::{BodyPool, Client, ClientConfig, EgressPolicy};
 use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
 use wload_output::Report;
@@ -120,6 +120,11 @@ pub struct RunOptions {
     pub outputs: Vec<OutSpec>,
     /// The aggregation interval of the outputs and the progress display.
     pub out_interval: Duration,
+    /// The tenant's egress policy (`wload serve`), on every request of
+    /// the run from `options()` on; the test's `blacklistIPs` and
+    /// `blockHostnames` can narrow it, nothing widens it. When set it
+    /// replaces `http.egress`. `None`: only the test's options apply.
+    pub egress: Option<EgressPolicy>,
 }
 
 /// A finished run.
@@ -235,6 +240,16 @@ struct ProbeInstance {
     shared: Arc<RunShared>,
 }
 
+/// The egress policy the run starts from, before the test's options
+/// narrow it: the tenant's, or else the one the caller's client settings
+/// carry.
+fn egress_base(opts: &RunOptions) -> Option<Arc<EgressPolicy>> {
+    match &opts.egress {
+        Some(tenant) => Some(Arc::new(tenant.clone())),
+        None => opts.http.egress.clone(),
+    }
+}
+
 /// State every VU of the run shares, with `run_tags` and `client`.
 fn run_shared(
     opts: &RunOptions,
@@ -266,12 +281,17 @@ impl ProbeInstance {
             &TagSet::empty(),
             Default::default(),
         );
-        // options() runs before the options are known: default client.
+        // options() runs before the options are known: default client,
+        // but already under the tenant's policy.
+        let config = ClientConfig {
+            egress: egress_base(opts),
+            ..ClientConfig::default()
+        };
         let shared = run_shared(
             opts,
             recorder,
             TagSet::empty(),
-            Arc::new(Client::new(ClientConfig::default(), BodyPool::new(1))?),
+            Arc::new(Client::new(config, BodyPool::new(1))?),
         );
         let mut store = host::new_store(
             &probe.engine,
@@ -360,7 +380,11 @@ impl ProbeInstance {
     /// The run's tags and client settings, now known, apply from here on.
     fn apply_run_options(&mut self, opts: &RunOptions, options: &config::Options) -> Result<()> {
         let mut http = opts.http.clone();
+        http.egress = egress_base(opts);
         options.http.apply(&mut http);
+        // A policy that denies nothing is not carried: the client then
+        // checks nothing at all.
+        http.egress = http.egress.filter(|p| !p.is_open());
         let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
         let run_tags = TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         self.shared = run_shared(opts, &self.shared.recorder, run_tags, client);

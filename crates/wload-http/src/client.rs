@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsConnector;
 
 use super::dns::Resolver;
+use super::egress::EgressPolicy;
 use super::error::{ErrorCode, HttpError};
 use super::pool::BodyPool;
 use super::redirect;
@@ -51,6 +52,9 @@ pub struct ClientConfig {
     /// Largest response body kept, in bytes, on the wire and again once
     /// decoded (`maxResponseBodySize`, [`DEFAULT_MAX_BODY_SIZE`]).
     pub max_body_size: u64,
+    /// Where connections may go (`None`: anywhere, no check at all);
+    /// checked only when a connection is opened.
+    pub egress: Option<Arc<EgressPolicy>>,
 }
 
 /// The default `maxResponseBodySize`: what no test of an API needs more
@@ -74,6 +78,7 @@ impl Default for ClientConfig {
             discard_bodies: false,
             expected_statuses: vec![(200, 399)],
             max_body_size: DEFAULT_MAX_BODY_SIZE,
+            egress: None,
         }
     }
 }

@@ -18,6 +18,14 @@ pub enum ErrorCode {
     Interrupted = 1070,
     Dns = 1100,
     NoIpFound = 1101,
+    /// The egress policy refused the address: `blacklistIPs`, a special
+    /// range of a tenant's policy, or outside its allowlist (k6's
+    /// `blackListedIPErrorCode`).
+    BlacklistedIp = 1110,
+    /// The egress policy refused the name before its lookup:
+    /// `blockHostnames`, or outside a tenant's allowlist (k6's
+    /// `blockedHostnameErrorCode`).
+    BlockedHostname = 1111,
     Tcp = 1200,
     BrokenPipe = 1201,
     Dial = 1210,

@@ -24,6 +24,7 @@ use super::client::{Client, RequestSpec};
 use super::conn::{Conn, Handshake, Proto, Sender};
 use super::decode::{self, DecodeError};
 use super::dns::Resolver;
+use super::egress::EgressPolicy;
 use super::error::{ErrorCode, HttpError};
 use super::h1;
 use super::pool::PooledBuf;
@@ -346,18 +347,20 @@ impl Client {
             },
             h2c: !target.tls && self.config.h2c,
         };
-        let (resolver, host, port, authority) = (
+        let (resolver, host, port, authority, egress) = (
             self.resolver.clone(),
             target.host.clone(),
             target.port,
             target.host_header.clone(),
+            self.config.egress.clone(),
         );
         // The dial future (a TLS handshake inside) is built in the task,
         // on a worker's stack: spawning it whole would copy it through
         // several frames of the caller's, the VU's fiber when polled
         // inline, whose touched pages stay resident.
-        let task =
-            tokio::spawn(async move { Box::pin(dial(resolver, host, port, authority, how)).await });
+        let task = tokio::spawn(async move {
+            Box::pin(dial(resolver, host, port, authority, how, egress)).await
+        });
         let dialled = task
             .await
             .map_err(|e| HttpError::new(ErrorCode::Generic, format!("connect task failed: {e}")))?;
@@ -600,18 +603,35 @@ struct Dialled {
     tls_ns: u64,
 }
 
+/// Resolve `host`, connect to the first of its addresses that the egress
+/// policy lets through and that answers, and handshake. The policy sees
+/// the name before the lookup and each address just before it is
+/// connected to: nothing else is resolved or connected to in between.
 async fn dial(
     resolver: Arc<Resolver>,
     host: String,
     port: u16,
     authority: String,
     how: Handshake,
+    egress: Option<Arc<EgressPolicy>>,
 ) -> Result<Dialled, HttpError> {
+    let name = match &egress {
+        Some(policy) => Some(policy.check_name(&host, port)?),
+        None => None,
+    };
     let addrs = resolver.resolve(&host, port).await?;
     let resolved = now_ns();
     let mut last_err = None;
     let mut stream = None;
     for addr in addrs {
+        if let (Some(policy), Some(name)) = (&egress, name)
+            && let Err(refused) = policy.check_addr(&host, addr, name)
+        {
+            // A connection error to an address that was allowed says
+            // more than a refusal of another address.
+            last_err.get_or_insert(refused);
+            continue;
+        }
         match TcpStream::connect(addr).await {
             Ok(s) => {
                 stream = Some(s);

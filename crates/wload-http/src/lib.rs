@@ -20,6 +20,7 @@ mod conn;
 mod cookies;
 mod decode;
 mod dns;
+pub mod egress;
 mod error;
 mod exchange;
 #[doc(hidden)]
@@ -35,6 +36,7 @@ mod vu;
 
 pub use client::{Client, ClientConfig, DEFAULT_MAX_BODY_SIZE, RequestSpec};
 pub use cookies::{CookieJar, StoredCookie};
+pub use egress::EgressPolicy;
 pub use error::{ErrorCode, HttpError};
 pub use headers::Headers;
 pub use pool::{BodyPool, PooledBuf};

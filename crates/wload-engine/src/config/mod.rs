@@ -10,12 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
 use wload_http::ClientConfig;
+use wload_http::egress::{HostPattern, IpNet};
 use wload_metrics::threshold::{self, Threshold};
 use wload_units::{duration_value, size_value};
 
@@ -41,6 +43,10 @@ pub struct HttpOptions {
     pub user_agent: Option<String>,
     /// `maxResponseBodySize`, in bytes (wload's own; k6 has no limit).
     pub max_response_body_size: Option<u64>,
+    /// k6's `blacklistIPs`: networks no request may connect to.
+    pub blacklist_ips: Vec<IpNet>,
+    /// k6's `blockHostnames`: names no request may look up.
+    pub block_hostnames: Vec<HostPattern>,
 }
 
 impl HttpOptions {
@@ -103,6 +109,20 @@ impl HttpOptions {
                     None
                 }
             }),
+            blacklist_ips: list(
+                options,
+                "blacklistIPs",
+                IpNet::parse,
+                r#"["10.0.0.0/8", "192.168.0.0/16"]"#,
+                errors,
+            ),
+            block_hostnames: list(
+                options,
+                "blockHostnames",
+                HostPattern::parse,
+                r#"["*.example.com", "api.internal"]"#,
+                errors,
+            ),
         }
     }
 
@@ -135,6 +155,44 @@ impl HttpOptions {
         if let Some(v) = self.max_response_body_size {
             config.max_body_size = v;
         }
+        // Over the policy the run started with (a tenant's): these only
+        // add denials, so a test can narrow that policy, never widen it.
+        if !self.blacklist_ips.is_empty() || !self.block_hostnames.is_empty() {
+            let mut policy = config.egress.as_deref().cloned().unwrap_or_default();
+            policy.narrow(&self.blacklist_ips, &self.block_hostnames);
+            config.egress = Some(Arc::new(policy));
+        }
+    }
+}
+
+/// A list option of strings, each read by `parse`; every bad entry is
+/// named by its index.
+fn list<T>(
+    options: &Map<String, Value>,
+    key: &str,
+    parse: fn(&str) -> Result<T, String>,
+    example: &str,
+    errors: &mut Vec<String>,
+) -> Vec<T> {
+    match options.get(key) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| match v.as_str() {
+                Some(s) => parse(s.trim())
+                    .map_err(|e| errors.push(format!("{key}[{i}]: {e}")))
+                    .ok(),
+                None => {
+                    errors.push(format!("{key}[{i}]: must be a string, not {v}"));
+                    None
+                }
+            })
+            .collect(),
+        Some(other) => {
+            errors.push(format!("{key}: must be a list like {example}, not {other}"));
+            Vec::new()
+        }
     }
 }
 
@@ -156,7 +214,8 @@ pub struct Options {
 
 /// The options set by `WLOAD_*` environment variables, as a k6 options
 /// object: `WLOAD_VUS`, `WLOAD_DURATION`, `WLOAD_ITERATIONS`,
-/// `WLOAD_STAGES` (`30s:10,1m:0`). Only their syntax is checked here,
+/// `WLOAD_STAGES` (`30s:10,1m:0`), `WLOAD_MAX_RESPONSE_BODY_SIZE`,
+/// `WLOAD_BLACKLIST_IPS` and `WLOAD_BLOCK_HOSTNAMES` (comma-separated). Only their syntax is checked here,
 /// every problem at once; their values are checked with the other
 /// options' (so `WLOAD_DURATION=1e300` is refused by [`resolve`]).
 pub fn env_layer(
@@ -183,6 +242,21 @@ pub fn env_layer(
             }
             "WLOAD_MAX_RESPONSE_BODY_SIZE" => {
                 out.insert("maxResponseBodySize".into(), json!(value));
+            }
+            // Comma-separated, as k6's K6_BLACKLIST_IPS and
+            // K6_BLOCK_HOSTNAMES; each entry is checked with the options.
+            "WLOAD_BLACKLIST_IPS" | "WLOAD_BLOCK_HOSTNAMES" => {
+                let option = if key == "WLOAD_BLACKLIST_IPS" {
+                    "blacklistIPs"
+                } else {
+                    "blockHostnames"
+                };
+                let entries: Vec<&str> = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                out.insert(option.into(), json!(entries));
             }
             "WLOAD_STAGES" => {
                 match value
@@ -381,7 +455,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
             wload_output::default_trend_stats()
         }
     };
-    const KNOWN: [&str; 19] = [
+    const KNOWN: [&str; 21] = [
         "summaryTrendStats",
         "thresholds",
         "scenarios",
@@ -401,6 +475,8 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         "maxRedirects",
         "userAgent",
         "maxResponseBodySize",
+        "blacklistIPs",
+        "blockHostnames",
     ];
     for key in options.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
         unsupported.push(key.clone());
@@ -711,6 +787,70 @@ mod tests {
         assert_eq!(c.user_agent, "k6-port");
         let errs = resolve(&obj(json!({"batch": 0, "noConnectionReuse": "yes"}))).unwrap_err();
         assert_eq!(errs.len(), 2, "{errs:?}");
+    }
+
+    #[test]
+    fn blacklist_ips_and_block_hostnames_narrow_the_client_policy() {
+        use wload_http::EgressPolicy;
+        use wload_http::egress::AllowRule;
+        let env = env_layer([
+            (
+                "WLOAD_BLACKLIST_IPS".to_owned(),
+                " 10.0.0.0/8, ,::1".to_owned(),
+            ),
+            ("WLOAD_BLOCK_HOSTNAMES".to_owned(), "*.internal".to_owned()),
+        ])
+        .unwrap();
+        assert_eq!(
+            Value::Object(env.clone()),
+            json!({"blacklistIPs": ["10.0.0.0/8", "::1"], "blockHostnames": ["*.internal"]})
+        );
+        let test = obj(json!({"blacklistIPs": ["192.168.0.0/16"]}));
+        let o = resolve(&merge(&[&test, &env])).unwrap();
+        assert!(o.unsupported.is_empty(), "{:?}", o.unsupported);
+        let mut c = ClientConfig::default();
+        o.http.apply(&mut c);
+        let policy = c.egress.expect("a policy");
+        assert_eq!(policy.blacklist_ips.len(), 2);
+        assert_eq!(policy.block_hostnames.len(), 1);
+        assert!(!policy.deny_special_ranges && policy.allow.is_none());
+        // Over a tenant's policy: its allowlist and special ranges stay.
+        let allow = vec![AllowRule::parse("127.0.0.1:8080").unwrap()];
+        let tenant = EgressPolicy::tenant(Some(allow.clone()));
+        let mut c = ClientConfig {
+            egress: Some(Arc::new(tenant)),
+            ..ClientConfig::default()
+        };
+        o.http.apply(&mut c);
+        let policy = c.egress.expect("a policy");
+        assert_eq!(policy.allow.as_ref(), Some(&allow));
+        assert!(policy.deny_special_ranges);
+        assert_eq!(policy.blacklist_ips.len(), 2);
+        // No such options: no policy, nothing to check per connection.
+        let mut c = ClientConfig::default();
+        resolve(&obj(json!({}))).unwrap().http.apply(&mut c);
+        assert!(c.egress.is_none());
+        // Every bad entry named, with its index.
+        let errs = resolve(&obj(json!({
+            "blacklistIPs": ["10.0.0.0/8", "10.0.0.0/33", 7],
+            "blockHostnames": "*.internal",
+        })))
+        .unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "blacklistIPs[1]: \"10.0.0.0/33\": the prefix length must be 0 to 32",
+                "blacklistIPs[2]: must be a string, not 7",
+                "blockHostnames: must be a list like [\"*.example.com\", \"api.internal\"], \
+                 not \"*.internal\"",
+            ]
+        );
+        let errs = resolve(&obj(json!({"blockHostnames": ["ok.test", "inval*d"]}))).unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0].starts_with("blockHostnames[1]: invalid hostname pattern \"inval*d\""),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -459,6 +459,7 @@ impl LoadArgs {
             quiet: self.quiet,
             outputs,
             out_interval,
+            egress: None,
         })
     }
 }

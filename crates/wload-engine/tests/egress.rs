@@ -1,0 +1,155 @@
+//! A tenant's egress policy (`RunOptions.egress`, what `wload serve`
+//! sets) on a whole run of a real guest: the request the test asks for
+//! fails with k6's code for a refused address, its server sees no
+//! connection, a redirect to a refused port fails at that hop, and the
+//! test's own options narrow the policy. Loopback only: the policy allows
+//! one port of 127.0.0.1 and the refused servers listen on others.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wload_engine::component::Cache;
+use wload_engine::executor::Segment;
+use wload_engine::run::{RunOptions, TestSource, run};
+use wload_engine::sandbox::SandboxLimits;
+use wload_http::egress::AllowRule;
+use wload_http::{ClientConfig, EgressPolicy};
+use wload_metrics::Builtin;
+use wload_metrics::Sink;
+
+#[path = "../../wload/guests.rs"]
+mod guests;
+
+/// A server on a free port of 127.0.0.1 answering every request with
+/// `reply`, on threads of its own; with the count of connections it
+/// accepted.
+fn counting(reply: String) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            count.fetch_add(1, Ordering::SeqCst);
+            let reply = reply.clone();
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                loop {
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match stream.read(&mut byte) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => head.push(byte[0]),
+                        }
+                    }
+                    head.clear();
+                    if stream.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
+fn ok() -> String {
+    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_owned()
+}
+
+fn redirect_to(to: SocketAddr) -> String {
+    format!("HTTP/1.1 302 Found\r\nlocation: http://{to}/x\r\ncontent-length: 0\r\n\r\n")
+}
+
+/// `hello` run twice against `base`, under `tenant` and with `options`
+/// from the command line; its `http_reqs` by `error_code` tag (`none`
+/// without one).
+async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTreeMap<String, u64> {
+    let mut cli_options = json!({"iterations": 2});
+    if let (Some(all), Some(more)) = (cli_options.as_object_mut(), options.as_object()) {
+        all.extend(more.clone());
+    }
+    let opts = RunOptions {
+        test: TestSource::File(guests::built_guest("hello")),
+        cli_options: cli_options.as_object().cloned().unwrap_or_default(),
+        env_options: Default::default(),
+        config_file: None,
+        env: HashMap::from([("BASE_URL".to_owned(), format!("http://{base}"))]),
+        limits: SandboxLimits::default(),
+        http: ClientConfig::default(),
+        cache: Cache::disabled(),
+        segment: Segment::FULL,
+        quiet: true,
+        outputs: Vec::new(),
+        out_interval: Duration::from_secs(1),
+        egress: Some(tenant.clone()),
+    };
+    let outcome = run(opts).await.expect("the run completes");
+    let mut codes = BTreeMap::new();
+    for (tags, sink) in outcome.report.snapshot.series_of(Builtin::HttpReqs.id()) {
+        let code = tags.get("error_code").unwrap_or("none").to_owned();
+        if let Sink::Counter { sum, .. } = sink {
+            *codes.entry(code).or_default() += *sum as u64;
+        }
+    }
+    codes
+}
+
+fn codes(list: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    list.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_reaches_only_what_its_policy_allows() {
+    let (allowed, allowed_seen) = counting(ok());
+    let (denied, denied_seen) = counting(ok());
+    let (redirecting, redirecting_seen) = counting(redirect_to(denied));
+    let allow = [allowed, redirecting]
+        .iter()
+        .map(|a| AllowRule::parse(&a.to_string()).expect("a rule"))
+        .collect();
+    let tenant = EgressPolicy::tenant(Some(allow));
+
+    assert_eq!(
+        hello(&tenant, allowed, json!({})).await,
+        codes(&[("none", 2)])
+    );
+    assert_eq!(
+        allowed_seen.load(Ordering::SeqCst),
+        1,
+        "one kept-alive connection"
+    );
+
+    assert_eq!(
+        hello(&tenant, denied, json!({})).await,
+        codes(&[("1110", 2)])
+    );
+    // Each redirect is a request of its own; the hop after it is refused.
+    assert_eq!(
+        hello(&tenant, redirecting, json!({})).await,
+        codes(&[("1110", 2), ("none", 2)])
+    );
+    assert_eq!(redirecting_seen.load(Ordering::SeqCst), 1);
+
+    // The test's options narrow the tenant's policy.
+    assert_eq!(
+        hello(&tenant, allowed, json!({"blacklistIPs": ["127.0.0.1/32"]})).await,
+        codes(&[("1110", 2)])
+    );
+    assert_eq!(
+        hello(&tenant, allowed, json!({"blockHostnames": ["*"]})).await,
+        codes(&[("1111", 2)])
+    );
+    assert_eq!(allowed_seen.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        denied_seen.load(Ordering::SeqCst),
+        0,
+        "the refused server saw a connection"
+    );
+}
