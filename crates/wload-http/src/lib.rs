@@ -40,7 +40,7 @@ pub use egress::EgressPolicy;
 pub use error::{ErrorCode, HttpError};
 pub use headers::Headers;
 pub use pool::{BodyPool, PooledBuf};
-pub use tls::TlsOptions;
+pub use tls::{TlsOptions, client_config as tls_client_config};
 pub use vu::VuConnections;
 
 /// Per-phase timings in nanoseconds (see `wit/test.wit`).

@@ -18,6 +18,7 @@ use wasmtime::component::Component;
 use wasmtime::{Engine, Precompiled};
 
 pub use cache::Cache;
+pub use core::has_component_metadata;
 
 use crate::WasmtimeResult;
 use crate::host::{self, TestPre};
