@@ -459,6 +459,9 @@ impl LoadArgs {
             quiet: self.quiet,
             outputs,
             out_interval,
+            admit: None,
+            handle: None,
+            rps_limit: None,
         })
     }
 }
