@@ -257,7 +257,7 @@ fn bad_configurations_are_refused_before_any_vu_starts() {
         (
             "bad_executor",
             json!({"scenarios": {"a": {"executor": "warp"}}}),
-            "scenarios.a.executor: \"warp\" is not an executor; accepted: shared-iterations, per-vu-iterations, constant-vus, ramping-vus, constant-arrival-rate, ramping-arrival-rate",
+            "scenarios.a.executor: \"warp\" is not an executor; accepted: shared-iterations, per-vu-iterations, constant-vus, ramping-vus, constant-arrival-rate, ramping-arrival-rate, externally-controlled",
         ),
         (
             "bad_rate",

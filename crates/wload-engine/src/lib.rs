@@ -3,7 +3,8 @@
 //! ([`component`]), builds its sandboxes ([`sandbox`]), merges its options
 //! ([`config`]), and drives VUs with the scenarios' executors
 //! ([`executor`]); a VU's guest calls the host imports ([`host`]), which
-//! send requests with `wload_http` and record them into `wload_metrics`;
+//! send requests with `wload_http` (paced by [`rate`] when the run has an
+//! `rps`) and record them into `wload_metrics`;
 //! `wload_output` shows and writes the results. See docs/architecture.md
 //! for the crate graph: nothing below this crate knows it exists.
 
@@ -11,6 +12,7 @@ pub mod component;
 pub mod config;
 pub mod executor;
 pub mod host;
+pub mod rate;
 pub mod run;
 pub mod sandbox;
 pub mod stop;

@@ -31,7 +31,9 @@ use crate::executor::vu::explain_trap;
 use crate::executor::{
     self, Outcome, RunControl, Scenario, ScenarioConfig, Segment, StopSignal, Vu, VuFactory,
 };
+pub use crate::executor::{RunHandle, RunStatus};
 use crate::host::{self, RunShared, Test, VuScenario, VuState};
+use crate::rate::RateLimiter;
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
 use crate::task::Owned;
 
@@ -98,8 +100,27 @@ impl TestSource {
     }
 }
 
-/// What the command line asks of a run.
-#[derive(Debug, Clone)]
+/// The admission check of a run (a service's quotas): given the run's
+/// plan once its options are known, before setup and before any VU; an
+/// `Err` ends the run with its message and exit code 104, nothing sent.
+pub type Admit = Box<dyn FnOnce(&RunPlan) -> Result<(), String> + Send>;
+
+/// What a run will take at most, as planned from its options: for
+/// [`Admit`] to hold against quotas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    /// VUs of all scenarios together.
+    pub max_vus: u32,
+    /// The longest startTime + duration (or maxDuration) + gracefulStop
+    /// of the scenarios; setup and teardown timeouts not included. An
+    /// externally-controlled scenario of duration 0 (until stopped)
+    /// counts `wload_units::MAX_DURATION`, and its time paused does not
+    /// count against its duration.
+    pub max_duration: Duration,
+    pub scenarios: Vec<ScenarioPlan>,
+}
+
+/// What the command line (or a service) asks of a run.
 pub struct RunOptions {
     pub test: TestSource,
     /// Options set by flags (`--vus`, `--duration`, `--stage`, `--tag`…),
@@ -125,6 +146,35 @@ pub struct RunOptions {
     /// `blockHostnames` can narrow it, nothing widens it. When set it
     /// replaces `http.egress`. `None`: only the test's options apply.
     pub egress: Option<EgressPolicy>,
+    /// Called with the plan before setup: `Err` refuses the run.
+    pub admit: Option<Admit>,
+    /// The run's controls for its caller: stop, pause, scale, status.
+    pub handle: Option<RunHandle>,
+    /// Requests per second at most, whatever the options' `rps` says (a
+    /// tenant's quota): the run goes at the lower of the two.
+    pub rps_limit: Option<f64>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("test", &self.test)
+            .field("cli_options", &self.cli_options)
+            .field("env_options", &self.env_options)
+            .field("config_file", &self.config_file)
+            .field("env", &self.env)
+            .field("limits", &self.limits)
+            .field("http", &self.http)
+            .field("segment", &self.segment)
+            .field("quiet", &self.quiet)
+            .field("outputs", &self.outputs)
+            .field("out_interval", &self.out_interval)
+            .field("admit", &self.admit.as_ref().map(|_| "…"))
+            .field("handle", &self.handle)
+            .field("rps_limit", &self.rps_limit)
+            .field("egress", &self.egress)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A finished run.
@@ -138,7 +188,7 @@ pub struct RunOutcome {
 
 /// Run a test: each stage below in turn, any failure ending the run with
 /// its message (and, for [`ExitError`]s, its exit code).
-pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
+pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let probe = Sandbox::probe(opts.limits)?;
     let _probe_ticker = probe.start_ticker();
     let compiled = load(&opts, &probe)?;
@@ -147,14 +197,18 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     let options = test.options(&opts, &recorder).await?;
     test.apply_run_options(&opts, &options)?;
     let seg = opts.segment;
-    let max_vus: u32 = options
-        .scenarios
-        .iter()
-        .map(|s| s.executor.max_vus(&seg))
-        .sum();
+    let plan = plan(&options, &seg);
+    let max_vus = plan.max_vus;
+    if let Some(admit) = opts.admit.take() {
+        admit(&plan).map_err(invalid_config)?;
+    }
     check_process_limits(u64::from(max_vus))?;
 
     let ctl = RunControl::new(probe.hard_stop.clone());
+    ctl.plan(&options.scenarios, seg, options.paused);
+    if let Some(handle) = &opts.handle {
+        handle.attach(&ctl);
+    }
     // Aborted on every way out of this function, early returns included.
     let grace = options
         .scenarios
@@ -162,11 +216,15 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         .map(|s| s.graceful_stop)
         .max()
         .unwrap_or(executor::DEFAULT_GRACEFUL_STOP);
-    let interrupt = Owned::spawn(watch_ctrl_c(ctl.clone(), grace));
+    let interrupt = Owned::spawn(watch_interrupts(ctl.clone(), grace));
     // Opened before setup's first request: an unwritable --out is found
     // before any load, not after it.
     let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
-    test.setup(options.setup_timeout).await?;
+    // A run stopped before it began (by its handle) sends nothing.
+    let setup_ran = !ctl.stopping();
+    if setup_ran {
+        test.setup(options.setup_timeout).await?;
+    }
 
     // VUs: the pre-allocated ones are instantiated before the clock starts.
     let pool = Sandbox::pooled(opts.limits, max_vus + 1, compiled.needs)?
@@ -177,6 +235,7 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         prepare_scenarios(&options, &compiled, &pool, &test.shared, &seg, &ctl.stop).await?;
     let vu_start = init.elapsed();
     recorder.record(&untagged(), &[(Builtin::VusMax.id(), f64::from(max_vus))]);
+    ctl.vus_max.store(max_vus, Ordering::Relaxed);
     if !opts.quiet {
         let initial_vus: usize = prepared.iter().map(|p| p.vus.len()).sum();
         eprintln!(
@@ -187,14 +246,22 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
             "  initialized {initial_vus} VUs in {}\n",
             format::millis(vu_start.as_secs_f64() * 1e3)
         );
+        if ctl.paused() {
+            eprintln!(
+                "  paused: waiting to be resumed through the run's controller (Ctrl-C stops)\n"
+            );
+        }
     }
+    // k6's --paused: everything is ready, the clock has not started.
+    ctl.wait_resumed().await;
 
     let (elapsed, live) =
         drive(&opts, &options, prepared, outputs, &recorder, &ctl, max_vus).await?;
 
     // teardown: runs even after Ctrl-C, unless the run was hard-stopped.
     let mut exit_code = 0u8;
-    if !ctl.hard_stopped()
+    if setup_ran
+        && !ctl.hard_stopped()
         && let Some(message) = test.teardown(options.teardown_timeout).await
     {
         eprintln!("ERROR teardown failed: {message}");
@@ -215,6 +282,24 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         exit_code,
         vu_start,
     })
+}
+
+/// What the run will take at most, from its resolved options.
+fn plan(options: &config::Options, seg: &Segment) -> RunPlan {
+    RunPlan {
+        max_vus: options
+            .scenarios
+            .iter()
+            .map(|s| s.executor.max_vus(seg))
+            .sum(),
+        max_duration: options
+            .scenarios
+            .iter()
+            .map(ScenarioConfig::end)
+            .max()
+            .unwrap_or_default(),
+        scenarios: options.scenarios.iter().map(|s| s.plan(seg)).collect(),
+    }
 }
 
 /// Load the test and compile it (or take it from the cache).
@@ -256,6 +341,7 @@ fn run_shared(
     recorder: &Arc<Recorder>,
     run_tags: TagSet,
     client: Arc<Client>,
+    rps: Option<RateLimiter>,
 ) -> Arc<RunShared> {
     Arc::new(RunShared {
         recorder: recorder.clone(),
@@ -263,6 +349,7 @@ fn run_shared(
         env: opts.env.clone(),
         setup_data: OnceLock::new(),
         run_tags,
+        rps,
     })
 }
 
@@ -292,6 +379,7 @@ impl ProbeInstance {
             recorder,
             TagSet::empty(),
             Arc::new(Client::new(config, BodyPool::new(1))?),
+            None,
         );
         let mut store = host::new_store(
             &probe.engine,
@@ -387,7 +475,8 @@ impl ProbeInstance {
         http.egress = http.egress.filter(|p| !p.is_open());
         let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
         let run_tags = TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        self.shared = run_shared(opts, &self.shared.recorder, run_tags, client);
+        let rps = rps_limiter(options.rps, opts.rps_limit, opts.quiet)?;
+        self.shared = run_shared(opts, &self.shared.recorder, run_tags, client, rps);
         self.store.data_mut().shared = self.shared.clone();
         Ok(())
     }
@@ -424,6 +513,33 @@ impl ProbeInstance {
             )),
         }
     }
+}
+
+/// The run's request pacing: the options' `rps`, capped by the caller's
+/// `limit` (a quota).
+fn rps_limiter(rps: Option<f64>, limit: Option<f64>, quiet: bool) -> Result<Option<RateLimiter>> {
+    if let Some(l) = limit
+        && RateLimiter::new(l).is_none()
+    {
+        return Err(invalid_config(format!(
+            "the run's requests-per-second limit must be a number greater than 0 and at most \
+             1e9, not {l}"
+        )));
+    }
+    let per_second = match (rps, limit) {
+        (Some(r), Some(l)) if r > l => {
+            if !quiet {
+                eprintln!(
+                    "WARN rps {r} is above this run's limit of {l} requests per second: {l} applies"
+                );
+            }
+            Some(l)
+        }
+        (Some(r), _) => Some(r),
+        (None, l) => l,
+    };
+    // Both were checked: `rps` with the options.
+    Ok(per_second.and_then(RateLimiter::new))
 }
 
 /// One scenario ready to run: its plan as the header and the progress
@@ -545,6 +661,7 @@ async fn drive(
             started,
         ))
     });
+    ctl.mark_started();
     let mut scenarios = tokio::task::JoinSet::new();
     for p in prepared {
         let scenario = Scenario {
@@ -559,6 +676,7 @@ async fn drive(
         scenarios.spawn(async move { executor::run_scenario(&config, scenario, vus).await });
     }
     executor::join_all(&mut scenarios, ctl).await;
+    ctl.mark_ended();
     Ok((started.elapsed(), live))
 }
 
@@ -647,13 +765,14 @@ async fn trace_vus(ctl: Arc<RunControl>, path: std::path::PathBuf) {
     }
 }
 
-/// First Ctrl-C, SIGTERM or SIGHUP: stop starting iterations, let running
-/// ones finish for `grace` (the longest gracefulStop), then stop hard;
-/// teardown, summary and exports follow. A second signal of any of them:
-/// stop now. SIGTERM is what containers,
-/// CI runners and `timeout` send, SIGHUP what a closed terminal sends:
-/// each ends the run with its results, as Ctrl-C does.
-async fn watch_ctrl_c(ctl: Arc<RunControl>, grace: Duration) {
+/// First Ctrl-C, SIGTERM or SIGHUP, or first stop through the run's
+/// handle: stop starting iterations, let running ones finish for `grace`
+/// (the longest gracefulStop), then stop hard; teardown, summary and
+/// exports follow. A second signal of any of them, or a second stop:
+/// stop now. SIGTERM is what containers, CI runners and `timeout` send,
+/// SIGHUP what a closed terminal sends: each ends the run with its
+/// results, as Ctrl-C does.
+async fn watch_interrupts(ctl: Arc<RunControl>, grace: Duration) {
     use tokio::signal::unix::{SignalKind, signal};
     let kinds = [
         SignalKind::interrupt(),
@@ -667,23 +786,25 @@ async fn watch_ctrl_c(ctl: Arc<RunControl>, grace: Duration) {
             Err(e) => eprintln!("warning: cannot watch signal {}: {e}", kind.as_raw_value()),
         }
     }
-    if streams.is_empty() {
-        return;
+    tokio::select! {
+        _ = next_signal(&mut streams) => eprintln!(
+            "\nstopping: waiting for running iterations to finish (Ctrl-C or another signal to stop now)"
+        ),
+        _ = ctl.wait_stop_requests(1) => eprintln!(
+            "\nstopping (asked by the run's controller): waiting for running iterations to finish"
+        ),
     }
-    next_signal(&mut streams).await;
     ctl.aborted.store(true, Ordering::Relaxed);
     ctl.stop_gracefully();
-    eprintln!(
-        "\nstopping: waiting for running iterations to finish (Ctrl-C or another signal to stop now)"
-    );
     tokio::select! {
         _ = next_signal(&mut streams) => {}
+        _ = ctl.wait_stop_requests(2) => {}
         _ = tokio::time::sleep(grace) => {}
     }
     ctl.stop_now();
 }
 
-/// Resolves with the next signal of any of `streams`.
+/// Resolves with the next signal of any of `streams` (never, for none).
 async fn next_signal(streams: &mut [tokio::signal::unix::Signal]) {
     std::future::poll_fn(|cx| {
         // Every stream is polled, so that each registers this task.

@@ -70,10 +70,11 @@ fn key() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Every executor wload runs, and one k6 name it does not.
+/// Every executor wload runs, and one name k6 once had and wload does not
+/// (`constant-looping-vus`, now `constant-vus`).
 fn executor() -> impl Strategy<Value = &'static str> {
     let mut kinds = EXECUTORS.to_vec();
-    kinds.push("externally-controlled");
+    kinds.push("constant-looping-vus");
     prop::sample::select(kinds)
 }
 

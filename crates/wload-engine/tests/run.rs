@@ -38,6 +38,9 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
         egress: None,
+        admit: None,
+        handle: None,
+        rps_limit: None,
     };
     let Err(error) = run(opts).await else {
         panic!("the run should end at its failing setup")

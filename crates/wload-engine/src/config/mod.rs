@@ -208,6 +208,11 @@ pub struct Options {
     pub teardown_timeout: Duration,
     /// Tags on every sample (`tags`, `--tag`).
     pub tags: BTreeMap<String, String>,
+    /// `rps`: requests per second for the whole run (`None`: no limit;
+    /// k6's 0 means none too).
+    pub rps: Option<f64>,
+    /// `paused`: start paused, waiting for a resume (k6's `--paused`).
+    pub paused: bool,
     /// Keys given but not supported by this version, each with a reason.
     pub unsupported: Vec<String>,
 }
@@ -258,6 +263,19 @@ pub fn env_layer(
                     .collect();
                 out.insert(option.into(), json!(entries));
             }
+            // A number, checked with the other options' values.
+            "WLOAD_RPS" => {
+                out.insert("rps".into(), number_or_text(&value));
+            }
+            "WLOAD_PAUSED" => match value.as_str() {
+                "true" | "1" => {
+                    out.insert("paused".into(), json!(true));
+                }
+                "false" | "0" | "" => {
+                    out.insert("paused".into(), json!(false));
+                }
+                _ => errors.push(format!("{key}={value:?} is not true or false")),
+            },
             "WLOAD_STAGES" => {
                 match value
                     .split(',')
@@ -277,6 +295,20 @@ pub fn env_layer(
         Ok(out)
     } else {
         Err(errors)
+    }
+}
+
+/// A flag's or variable's text as an options value: the number it spells
+/// (a whole one as such, so that a message shows it as written), else the
+/// text itself, for the option's check to name.
+pub fn number_or_text(text: &str) -> Value {
+    let t = text.trim();
+    if let Ok(n) = t.parse::<i64>() {
+        return json!(n);
+    }
+    match t.parse::<f64>() {
+        Ok(n) if n.is_finite() => json!(n),
+        _ => json!(text),
     }
 }
 
@@ -432,6 +464,26 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
     }
 
     let http = HttpOptions::parse(options, &mut errors);
+    let rps = match options.get("rps").filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => match v.as_f64() {
+            Some(n) if n == 0.0 => None,
+            Some(n) if n > 0.0 && n <= crate::rate::MAX_RPS => Some(n),
+            _ => {
+                errors.push(format!(
+                    "rps: must be a number of requests per second from 0 (no limit) to 1e9, not {v}"
+                ));
+                None
+            }
+        },
+    };
+    let paused = match options.get("paused").filter(|v| !v.is_null()) {
+        None => false,
+        Some(v) => v.as_bool().unwrap_or_else(|| {
+            errors.push(format!("paused: must be true or false, not {v}"));
+            false
+        }),
+    };
     let thresholds = options
         .get("thresholds")
         .map(|t| threshold::parse_all(t, &mut errors))
@@ -455,7 +507,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
             wload_output::default_trend_stats()
         }
     };
-    const KNOWN: [&str; 21] = [
+    const KNOWN: [&str; 23] = [
         "summaryTrendStats",
         "thresholds",
         "scenarios",
@@ -477,6 +529,8 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
         "maxResponseBodySize",
         "blacklistIPs",
         "blockHostnames",
+        "rps",
+        "paused",
     ];
     for key in options.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
         unsupported.push(key.clone());
@@ -491,6 +545,8 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
             setup_timeout,
             teardown_timeout,
             tags,
+            rps,
+            paused,
             unsupported,
         })
     } else {
@@ -641,7 +697,7 @@ mod tests {
         for needle in [
             "scenarios.a.rate: must be a number greater than 0, not -5",
             "scenarios.a.duration: invalid duration \"10x\"",
-            "scenarios.b.executor: \"warp-speed\" is not an executor; accepted: shared-iterations, per-vu-iterations, constant-vus, ramping-vus, constant-arrival-rate, ramping-arrival-rate",
+            "scenarios.b.executor: \"warp-speed\" is not an executor; accepted: shared-iterations, per-vu-iterations, constant-vus, ramping-vus, constant-arrival-rate, ramping-arrival-rate, externally-controlled",
             "scenarios.c.stages[0].duration: invalid duration \"1q\"",
             "scenarios.c.bogus: unknown option for executor ramping-vus",
         ] {
@@ -851,6 +907,36 @@ mod tests {
             errs[0].starts_with("blockHostnames[1]: invalid hostname pattern \"inval*d\""),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn rps_and_paused_are_k6_options() {
+        let o = resolve(&obj(json!({"rps": 50, "paused": true}))).unwrap();
+        assert_eq!((o.rps, o.paused), (Some(50.0), true));
+        // k6: 0 is no limit.
+        let o = resolve(&obj(json!({"rps": 0}))).unwrap();
+        assert_eq!((o.rps, o.paused), (None, false));
+        assert_eq!(resolve(&obj(json!({"rps": 0.5}))).unwrap().rps, Some(0.5));
+        let errs = resolve(&obj(json!({"rps": -1, "paused": "yes"}))).unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "rps: must be a number of requests per second from 0 (no limit) to 1e9, not -1",
+                "paused: must be true or false, not \"yes\"",
+            ]
+        );
+        assert!(resolve(&obj(json!({"rps": 2e9}))).is_err());
+        let env = env_layer([
+            ("WLOAD_RPS".to_owned(), "12.5".to_owned()),
+            ("WLOAD_PAUSED".to_owned(), "true".to_owned()),
+        ])
+        .unwrap();
+        assert_eq!(Value::Object(env), json!({"rps": 12.5, "paused": true}));
+        let env = env_layer([("WLOAD_RPS".to_owned(), "lots".to_owned())]).unwrap();
+        assert!(resolve(&env).unwrap_err()[0].ends_with("not \"lots\""));
+        assert!(env_layer([("WLOAD_PAUSED".to_owned(), "maybe".to_owned())]).is_err());
+        assert_eq!(number_or_text("7"), json!(7));
+        assert_eq!(number_or_text("nan"), json!("nan"));
     }
 
     #[test]

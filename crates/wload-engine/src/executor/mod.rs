@@ -11,7 +11,8 @@
 mod arrival;
 mod constant_arrival_rate;
 mod constant_vus;
-mod control;
+pub mod control;
+pub mod externally_controlled;
 mod failures;
 pub mod fields;
 mod per_vu_iterations;
@@ -32,7 +33,8 @@ use serde_json::Value;
 
 pub use constant_arrival_rate::ConstantArrivalRate;
 pub use constant_vus::ConstantVus;
-pub use control::{RunControl, StopSignal};
+pub use control::{RunControl, RunHandle, RunStatus, StopSignal};
+pub use externally_controlled::ExternallyControlled;
 pub use failures::Failures;
 pub use fields::{Fields, Stage};
 pub use per_vu_iterations::PerVuIterations;
@@ -52,13 +54,14 @@ use crate::task::Owned;
 pub const DEFAULT_GRACEFUL_STOP: Duration = Duration::from_secs(30);
 
 /// The executors, by k6 name.
-pub const EXECUTORS: [&str; 6] = [
+pub const EXECUTORS: [&str; 7] = [
     "shared-iterations",
     "per-vu-iterations",
     "constant-vus",
     "ramping-vus",
     "constant-arrival-rate",
     "ramping-arrival-rate",
+    "externally-controlled",
 ];
 
 /// What every executor is, as k6's `lib.ExecutorConfig` and `lib.Executor`
@@ -113,7 +116,7 @@ fn zero_duration(key: &str, value: Duration) -> Option<(String, String)> {
 /// The future of an executor's run loop.
 pub type BoxFuture<'a> = std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
-/// One scenario's executor and its own options: the six executors, by
+/// One scenario's executor and its own options: the seven executors, by
 /// name, as plain data (compared and cloned by the configuration's
 /// tests). It dereferences to the [`Executor`] in hand.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +127,7 @@ pub enum ExecutorConfig {
     RampingVus(RampingVus),
     ConstantArrivalRate(ConstantArrivalRate),
     RampingArrivalRate(RampingArrivalRate),
+    ExternallyControlled(ExternallyControlled),
 }
 
 impl ExecutorConfig {
@@ -138,8 +142,24 @@ impl ExecutorConfig {
             "ramping-vus" => E::RampingVus(Executor::parse(f)),
             "constant-arrival-rate" => E::ConstantArrivalRate(Executor::parse(f)),
             "ramping-arrival-rate" => E::RampingArrivalRate(Executor::parse(f)),
+            "externally-controlled" => E::ExternallyControlled(Executor::parse(f)),
             _ => return None,
         })
+    }
+
+    /// Its k6 name.
+    pub fn kind(&self) -> &'static str {
+        use ExecutorConfig as E;
+        let index = match self {
+            E::SharedIterations(_) => 0,
+            E::PerVuIterations(_) => 1,
+            E::ConstantVus(_) => 2,
+            E::RampingVus(_) => 3,
+            E::ConstantArrivalRate(_) => 4,
+            E::RampingArrivalRate(_) => 5,
+            E::ExternallyControlled(_) => 6,
+        };
+        EXECUTORS[index]
     }
 }
 
@@ -154,6 +174,7 @@ impl std::ops::Deref for ExecutorConfig {
             ExecutorConfig::RampingVus(e) => e,
             ExecutorConfig::ConstantArrivalRate(e) => e,
             ExecutorConfig::RampingArrivalRate(e) => e,
+            ExecutorConfig::ExternallyControlled(e) => e,
         }
     }
 }
@@ -191,7 +212,7 @@ impl ScenarioConfig {
         let mut f = Fields::new(path.clone(), map, errors);
         let kind = f.string("executor", "");
         let start_time = f.duration("startTime", Some(Duration::ZERO));
-        let graceful_stop = f.duration("gracefulStop", Some(DEFAULT_GRACEFUL_STOP));
+        let mut graceful_stop = f.duration("gracefulStop", Some(DEFAULT_GRACEFUL_STOP));
         let exec = f.string("exec", "default");
         let env = f.string_map("env");
         let tags = f.string_map("tags");
@@ -209,6 +230,16 @@ impl ScenarioConfig {
         };
         for (key, message) in executor.validate() {
             f.error(&key, message);
+        }
+        // As in k6: its duration's end interrupts running iterations.
+        if let ExecutorConfig::ExternallyControlled(_) = executor {
+            if map.contains_key("gracefulStop") {
+                f.error(
+                    "gracefulStop",
+                    "is not supported by the externally controlled executor",
+                );
+            }
+            graceful_stop = Duration::ZERO;
         }
         f.finish(&kind);
         Some(ScenarioConfig {

@@ -21,6 +21,7 @@ use wasmtime::component::Resource;
 use super::record::record_request;
 use super::wload::test::http::{self as wit, Host, HostResponse};
 use super::{Stopped, VuScenario, VuState};
+use crate::rate::RateLimiter;
 use crate::task::Owned;
 use wload_http::{
     BodyMode, Client, CookieJar, ErrorCode, HttpError, HttpResponse, RequestSpec, VuConnections,
@@ -139,6 +140,11 @@ impl VuState {
         limits: Option<wit::RequestLimits>,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
         self.note_iteration();
+        if let Some(limit) = &self.shared.rps
+            && !pace(limit, &self.scenario, 1).await
+        {
+            return Err(self.interrupted(Vec::new()));
+        }
         let (mut spec, name, tags) = split(req, opts, limits);
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
@@ -187,6 +193,12 @@ impl VuState {
         reqs: Vec<Guest>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
         self.note_iteration();
+        if let Some(limit) = &self.shared.rps
+            && !reqs.is_empty()
+            && !pace(limit, &self.scenario, reqs.len()).await
+        {
+            return Err(self.interrupted(Vec::new()));
+        }
         let mut specs = Vec::with_capacity(reqs.len());
         let mut meta = Vec::with_capacity(reqs.len());
         for (req, opts, limits) in reqs {
@@ -242,6 +254,19 @@ impl VuState {
             .map(|(resp, (name, tags))| self.finish(resp, name, &tags))
             .collect()
     }
+}
+
+/// Wait for the run's `rps` slots of `n` requests; false when a hard stop
+/// cut the wait: the requests were not sent, and are not recorded (none
+/// left, as in k6). Out of line, its timer boxed, so that the frames of
+/// runs without `rps` carry none of it.
+#[inline(never)]
+async fn pace(limit: &RateLimiter, scenario: &VuScenario, n: usize) -> bool {
+    let Some(at) = limit.claim(n) else {
+        return true;
+    };
+    let wait = Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(at)));
+    unless_hard_stopped(scenario, wait).await.is_some()
 }
 
 /// The inline path's future, built and boxed out of line: the deep

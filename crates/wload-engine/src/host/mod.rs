@@ -30,6 +30,7 @@ use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use crate::rate::RateLimiter;
 use crate::sandbox::{EPOCH_TICK, MemoryLimiter, Sandbox};
 use group::Groups;
 use record::RequestTags;
@@ -65,6 +66,9 @@ pub struct RunShared {
     pub setup_data: OnceLock<Option<String>>,
     /// Tags on every sample of the run (`--tag`).
     pub run_tags: TagSet,
+    /// The run's `rps` pacing, if it has one: every request waits for
+    /// its slot before it is sent.
+    pub rps: Option<RateLimiter>,
 }
 
 /// The scenario a VU runs, as the host sees it: its name, its own `env`

@@ -126,6 +126,16 @@ struct LoadArgs {
     /// A tag on every metric sample, repeatable: --tag team=payments
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     tags: Vec<(String, String)>,
+    /// Requests per second at most, for the whole run (0: no limit).
+    /// [env: WLOAD_RPS] [k6: rps]
+    // Checked with the other options (exit code 104, every problem named).
+    #[arg(long, value_name = "N")]
+    rps: Option<String>,
+    /// Start paused: setup runs and the VUs are initialised, then the run
+    /// waits for a resume from its controller (`wload serve`'s API; a
+    /// local run can only be stopped). [env: WLOAD_PAUSED] [k6: paused]
+    #[arg(short, long)]
+    paused: bool,
     /// Write the end-of-test summary as JSON (k6's --summary-export layout).
     #[arg(long, value_name = "FILE")]
     summary_export: Option<PathBuf>,
@@ -384,6 +394,12 @@ impl LoadArgs {
             m.insert("tags".into(), Value::Object(tags));
         }
         self.http.k6_options(&mut m);
+        if let Some(rps) = &self.rps {
+            m.insert("rps".into(), config::number_or_text(rps));
+        }
+        if self.paused {
+            m.insert("paused".into(), json!(true));
+        }
         if !self.summary_trend_stats.is_empty() {
             m.insert("summaryTrendStats".into(), json!(self.summary_trend_stats));
         }
@@ -460,6 +476,9 @@ impl LoadArgs {
             outputs,
             out_interval,
             egress: None,
+            admit: None,
+            handle: None,
+            rps_limit: None,
         })
     }
 }
