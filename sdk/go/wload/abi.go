@@ -46,13 +46,24 @@ func strPtr(s string) (unsafe.Pointer, uint32) {
 	return unsafe.Pointer(unsafe.StringData(s)), uint32(len(s))
 }
 
-// liftString copies the string stored as (ptr, len) at p+off.
+// liftString is the string stored as (ptr, len) at p+off. It is not
+// copied: the host wrote it into a block from cabi_realloc that nothing
+// else uses, which the string now keeps alive.
 func liftString(p unsafe.Pointer, off uintptr) string {
 	ptr, n := u32At(p, off), u32At(p, off+4)
 	if n == 0 {
 		return ""
 	}
-	return string(unsafe.Slice((*byte)(unsafe.Pointer(uintptr(ptr))), n))
+	return unsafe.String((*byte)(unsafe.Pointer(uintptr(ptr))), n)
+}
+
+// liftBytes is the list<u8> stored as (ptr, len) at p, not copied either.
+func liftBytes(p unsafe.Pointer) []byte {
+	ptr, n := u32At(p, 0), u32At(p, 4)
+	if n == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(uintptr(ptr))), n)
 }
 
 // liftOptionString reads an option<string> stored as (tag, ptr, len).
