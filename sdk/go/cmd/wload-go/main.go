@@ -19,11 +19,11 @@ import (
 	"bytes"
 	_ "embed"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // The world wload:test, encoded by wit-component; the engine's test suite
@@ -44,28 +44,36 @@ func main() {
 	if len(os.Args) < 2 {
 		usage()
 	}
-	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
-	out := flags.String("o", "", "output file (default: the package's directory name, .wasm)")
-	flags.Usage = usage
-	if err := flags.Parse(os.Args[2:]); err != nil || flags.NArg() > 1 {
-		usage()
+	// -o may come before or after the one positional argument.
+	var arg, out string
+	for rest := os.Args[2:]; len(rest) > 0; rest = rest[1:] {
+		switch {
+		case rest[0] == "-o" || rest[0] == "--output":
+			if len(rest) < 2 {
+				usage()
+			}
+			out, rest = rest[1], rest[1:]
+		case strings.HasPrefix(rest[0], "-") || arg != "":
+			usage()
+		default:
+			arg = rest[0]
+		}
 	}
-	arg := flags.Arg(0)
 	var err error
 	switch os.Args[1] {
 	case "build":
 		if arg == "" {
 			arg = "."
 		}
-		err = build(arg, *out)
+		err = build(arg, out)
 	case "embed":
 		if arg == "" {
 			usage()
 		}
-		if *out == "" {
-			*out = arg
+		if out == "" {
+			out = arg
 		}
-		err = embed(arg, *out)
+		err = embed(arg, out)
 	default:
 		usage()
 	}
