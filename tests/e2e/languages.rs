@@ -179,7 +179,8 @@ fn python() -> &'static Built {
 fn go_build(example: &str) -> PathBuf {
     let dir = lang_dir();
     let out = dir.join(format!("go-{example}.wasm"));
-    let mut go = Command::new("go");
+    let go_bin = go_binary();
+    let mut go = Command::new(&go_bin);
     go.args(["run", "wload/sdk/cmd/wload-go", "build", "-o"])
         .arg(&out)
         .arg(".")
@@ -187,12 +188,31 @@ fn go_build(example: &str) -> PathBuf {
         .env("GOCACHE", dir.join("go-cache"))
         .env("GOMODCACHE", dir.join("go-mod"))
         // The machine's Go, never one fetched for an older go.mod.
-        .env("GOTOOLCHAIN", "local");
+        .env("GOTOOLCHAIN", "local")
+        // What wload-go runs `go build` with.
+        .env("GO", &go_bin);
     must(
         go,
         &format!("wload-go build examples/go/{example} (Go 1.24 or later)"),
     );
     out
+}
+
+/// `$GO`, else `go` on `PATH`, else the official installation's place
+/// (a shell without the profile that puts it on `PATH` still finds it).
+fn go_binary() -> PathBuf {
+    if let Some(go) = std::env::var_os("GO") {
+        return go.into();
+    }
+    let on_path = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    let installed = Path::new("/usr/local/go/bin/go");
+    if !on_path && installed.exists() {
+        return installed.to_owned();
+    }
+    "go".into()
 }
 
 fn go() -> &'static Built {
@@ -588,7 +608,9 @@ fn go_faults_end_as_in_rust() {
     let (reqs, setup) = run("go_setup", "--iterations 5 -e FAULT=setup");
     assert_eq!(setup.code(), Some(107));
     assert!(
-        setup.stderr().contains("setup failed: setup refused on purpose"),
+        setup
+            .stderr()
+            .contains("setup failed: setup refused on purpose"),
         "{}",
         setup.stderr()
     );
