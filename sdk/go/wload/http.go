@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -78,17 +79,37 @@ func (r *Response) ErrorCode() uint32 { return witErrorCode(r.handle()) }
 // BodyLen is the bytes of the body, known even when it was discarded.
 func (r *Response) BodyLen() uint64 { return witBodyLen(r.handle()) }
 
-// Body copies the body into the test (empty when discarded).
+// Body copies the body into the test (empty when discarded), once: the
+// engine writes it straight into the returned slice.
 func (r *Response) Body() []byte {
-	witBody(r.handle(), retPtr())
-	b := liftBytes(retPtr())
+	h := r.handle()
+	buf := reserve(witBodyLen(h))
+	witBody(h, retPtr())
+	ptr, n := u32At(retPtr(), 0), u32At(retPtr(), 4)
+	var b []byte
+	switch {
+	case n == 0:
+		b = []byte{}
+	case len(buf) == int(n) && uintptr(ptr) == uintptr(unsafe.Pointer(unsafe.SliceData(buf))):
+		b = buf
+	default:
+		b = append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(uintptr(ptr))), n)...)
+	}
 	released()
 	return b
 }
 
-// Text is the body as text; invalid UTF-8 becomes U+FFFD.
+// Text is the body as text; invalid UTF-8 becomes U+FFFD (as the
+// engine's `text` replaces it).
 func (r *Response) Text() string {
-	witText(r.handle(), retPtr())
+	b := r.Body()
+	if utf8.Valid(b) {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
+	h := r.handle()
+	// Each invalid byte may become the 3 bytes of U+FFFD.
+	reserve(3 * uint64(len(b)))
+	witText(h, retPtr())
 	s := liftString(retPtr(), 0)
 	released()
 	return s
