@@ -561,8 +561,9 @@ fn go_body_limit_per_request() {
 /// iteration with the panic's message and the VU goes on; a returned error
 /// fails the iteration; the memory limit stops a VU that allocates without
 /// end; a failing setup stops the run with its message; setup data reaches
-/// every iteration and teardown; a response kept past its iteration panics
-/// with the SDK's message when used.
+/// every iteration and teardown; garbage collections do not trap the
+/// instance; a response kept past its iteration panics with the SDK's
+/// message when used.
 #[test]
 fn go_faults_end_as_in_rust() {
     let test = go_build("faults");
@@ -615,6 +616,16 @@ fn go_faults_end_as_in_rust() {
         setup.stderr()
     );
     assert_eq!(reqs, 0);
+
+    // Collections while the engine hands results over do not trap.
+    let (_, garbage) = run("go_garbage", "--vus 1 --iterations 30 -e FAULT=garbage");
+    assert_eq!(garbage.code(), Some(0), "stderr: {}", garbage.stderr());
+    assert!(
+        garbage.summary["metrics"]["iterations_failed"].is_null(),
+        "{}",
+        garbage.stderr()
+    );
+    assert_eq!(garbage.check("garbage: headers read"), (30, 0));
 
     let (_, stale) = run("go_stale", "--vus 1 --iterations 2 -e FAULT=stale");
     assert_eq!(stale.metric("iterations_failed", "count"), 1.0);

@@ -9,6 +9,11 @@
 //   - setup: fail in setup, which aborts the run.
 //   - stale: keep a response past its iteration; the next iteration's use
 //     of it panics with the SDK's message.
+//   - garbage: 8 MiB of garbage per iteration between 2,048 header reads,
+//     so that the Go runtime collects often, also while the engine hands
+//     a header over (where a collection must not start: it would read the
+//     clock through WASI, which the component model forbids there, and
+//     the instance would trap).
 //
 // Setup returns {"token": "t0k3n"}; every iteration checks that it
 // arrived, and teardown logs it. Every mode first sends GET ${BASE_URL}/.
@@ -28,6 +33,7 @@ import (
 
 type faults struct {
 	hoard [][]byte
+	sink  []byte
 	kept  *wload.Response
 }
 
@@ -68,6 +74,14 @@ func (f *faults) Iteration(data string) error {
 		for {
 			f.hoard = append(f.hoard, make([]byte, 1<<20))
 		}
+	case "garbage":
+		read := true
+		for i := 0; i < 2048; i++ {
+			f.sink = make([]byte, 4<<10)
+			_, ok := res.Header("content-length")
+			read = read && ok
+		}
+		wload.Check("garbage: headers read", read)
 	case "stale":
 		if f.kept != nil {
 			f.kept.Status()

@@ -350,12 +350,10 @@ mod tests {
         module_with(&[(at, size)], others)
     }
 
-    fn instance(
-        module: &[u8],
-    ) -> (
-        wasmtime::Store<()>,
-        wasmtime::TypedFunc<(i32, i32, i32, i32), i32>,
-    ) {
+    /// `cabi_realloc_adapter(old, old_size, align, size) -> ptr`.
+    type Alloc = wasmtime::TypedFunc<(i32, i32, i32, i32), i32>;
+
+    fn instance(module: &[u8]) -> (wasmtime::Store<()>, Alloc) {
         wasmparser::Validator::new()
             .validate_all(module)
             .expect("the module stays valid");
