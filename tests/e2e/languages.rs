@@ -637,3 +637,34 @@ fn go_faults_end_as_in_rust() {
         stale.stderr()
     );
 }
+
+/// `wload compile` takes a Go test (a core module that becomes a
+/// component when loaded) like a component, and the `.cwasm` runs.
+#[test]
+fn go_tests_compile_ahead_of_time() {
+    let hello = go().hello.clone();
+    let cwasm = scratch("go_compile").join("hello.cwasm");
+    let out = wload()
+        .arg("compile")
+        .arg(&hello)
+        .arg("-o")
+        .arg(&cwasm)
+        .output()
+        .expect("run wload compile");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let server = server();
+    let run = run_file(
+        "go_compiled",
+        &cwasm,
+        &server.base_url(),
+        "--vus 1 --iterations 10",
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(server.stats.requests(), 10);
+    assert_eq!(run.check("status is 200"), (10, 0));
+}
