@@ -1,7 +1,9 @@
 //! Tests written in other languages: each SDK's examples are built from
 //! source (toolchains installed from npm and PyPI into `target/lang/`, once
-//! per test process), run with the real binary against the loopback target
-//! server, and must count exactly what the Rust examples count.
+//! per test process; Go is the machine's own `go`, with its module and
+//! build caches in `target/lang/`), run with the real binary against the
+//! loopback target server, and must count exactly what the Rust examples
+//! count.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -167,6 +169,59 @@ fn python() -> &'static Built {
             shop: Some(build("shop")),
             http_features: Some(build("http_features")),
         }
+    })
+}
+
+/// `examples/go/<example>`, built by the SDK's own `wload-go build`
+/// (`go build` for wasip1, then the world's metadata appended) with the
+/// machine's Go (1.24 or later). The build fetches nothing: the SDK has no
+/// dependencies, and Go's caches stay under `target/lang/`.
+fn go_build(example: &str) -> PathBuf {
+    let dir = lang_dir();
+    let out = dir.join(format!("go-{example}.wasm"));
+    let go_bin = go_binary();
+    let mut go = Command::new(&go_bin);
+    go.args(["run", "wload/sdk/cmd/wload-go", "build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(repo_root().join(format!("examples/go/{example}")))
+        .env("GOCACHE", dir.join("go-cache"))
+        .env("GOMODCACHE", dir.join("go-mod"))
+        // The machine's Go, never one fetched for an older go.mod.
+        .env("GOTOOLCHAIN", "local")
+        // What wload-go runs `go build` with.
+        .env("GO", &go_bin);
+    must(
+        go,
+        &format!("wload-go build examples/go/{example} (Go 1.24 or later)"),
+    );
+    out
+}
+
+/// `$GO`, else `go` on `PATH`, else the official installation's place
+/// (a shell without the profile that puts it on `PATH` still finds it).
+fn go_binary() -> PathBuf {
+    if let Some(go) = std::env::var_os("GO") {
+        return go.into();
+    }
+    let on_path = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    let installed = Path::new("/usr/local/go/bin/go");
+    if !on_path && installed.exists() {
+        return installed.to_owned();
+    }
+    "go".into()
+}
+
+fn go() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| Built {
+        hello: go_build("hello"),
+        browse: go_build("browse"),
+        shop: Some(go_build("shop")),
+        http_features: Some(go_build("http_features")),
     })
 }
 
@@ -479,4 +534,137 @@ fn assemblyscript_examples_count_like_rust() {
     let built = assemblyscript();
     hello_counts_like_rust("assemblyscript", &built.hello);
     browse_counts_like_rust("assemblyscript", &built.browse);
+}
+
+#[test]
+fn go_examples_count_like_rust() {
+    let built = go();
+    hello_counts_like_rust("go", &built.hello);
+    browse_counts_like_rust("go", &built.browse);
+    shop_groups_like_rust("go", built.shop.as_deref().expect("go shop"));
+    http_features_match_rust(
+        "go",
+        built.http_features.as_deref().expect("go http_features"),
+    );
+}
+
+#[test]
+fn go_body_limit_per_request() {
+    let built = go();
+    body_limit_per_request(
+        "go",
+        built.http_features.as_deref().expect("go http_features"),
+    );
+}
+
+/// A Go test's faults end as the Rust test's do: a panic fails its
+/// iteration with the panic's message and the VU goes on; a returned error
+/// fails the iteration; the memory limit stops a VU that allocates without
+/// end; a failing setup stops the run with its message; setup data reaches
+/// every iteration and teardown; garbage collections do not trap the
+/// instance; a response kept past its iteration panics with the SDK's
+/// message when used.
+#[test]
+fn go_faults_end_as_in_rust() {
+    let test = go_build("faults");
+    let run = |name: &str, args: &str| {
+        let server = server();
+        let run = run_file(name, &test, &server.base_url(), args, LIMIT);
+        (server.stats.requests(), run)
+    };
+
+    let (reqs, panics) = run("go_panic", "--vus 1 --iterations 9 -e FAULT=panic");
+    assert_eq!(panics.code(), Some(0), "stderr: {}", panics.stderr());
+    assert_eq!(reqs, 9);
+    assert_eq!(panics.metric("iterations_failed", "count"), 3.0);
+    assert_eq!(panics.check("status is 200"), (6, 0));
+    assert_eq!(panics.check("setup data arrived"), (6, 0));
+    let stderr = panics.stderr();
+    assert!(
+        stderr.contains("panic: deliberate panic in iteration 2"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("teardown saw token t0k3n"), "{stderr}");
+
+    let (_, errors) = run("go_error", "--vus 1 --iterations 10 -e FAULT=error");
+    assert_eq!(errors.metric("iterations_failed", "count"), 5.0);
+    assert_eq!(errors.check("status is 200"), (5, 0));
+    assert!(
+        errors.stderr().contains("deliberate error in iteration 1"),
+        "{}",
+        errors.stderr()
+    );
+
+    let (_, memory) = run(
+        "go_memory",
+        "--vus 1 --iterations 2 -e FAULT=memory --vu-memory 16MiB",
+    );
+    assert_eq!(memory.metric("iterations_failed", "count"), 2.0);
+    assert!(
+        memory.stderr().contains("--vu-memory limit of 16 MiB"),
+        "{}",
+        memory.stderr()
+    );
+
+    let (reqs, setup) = run("go_setup", "--iterations 5 -e FAULT=setup");
+    assert_eq!(setup.code(), Some(107));
+    assert!(
+        setup
+            .stderr()
+            .contains("setup failed: setup refused on purpose"),
+        "{}",
+        setup.stderr()
+    );
+    assert_eq!(reqs, 0);
+
+    // Collections while the engine hands results over do not trap.
+    let (_, garbage) = run("go_garbage", "--vus 1 --iterations 30 -e FAULT=garbage");
+    assert_eq!(garbage.code(), Some(0), "stderr: {}", garbage.stderr());
+    assert!(
+        garbage.summary["metrics"]["iterations_failed"].is_null(),
+        "{}",
+        garbage.stderr()
+    );
+    assert_eq!(garbage.check("garbage: headers read"), (30, 0));
+
+    let (_, stale) = run("go_stale", "--vus 1 --iterations 2 -e FAULT=stale");
+    assert_eq!(stale.metric("iterations_failed", "count"), 1.0);
+    assert!(
+        stale
+            .stderr()
+            .contains("a Response was used after Close or after the iteration that sent it"),
+        "{}",
+        stale.stderr()
+    );
+}
+
+/// `wload compile` takes a Go test (a core module that becomes a
+/// component when loaded) like a component, and the `.cwasm` runs.
+#[test]
+fn go_tests_compile_ahead_of_time() {
+    let hello = go().hello.clone();
+    let cwasm = scratch("go_compile").join("hello.cwasm");
+    let out = wload()
+        .arg("compile")
+        .arg(&hello)
+        .arg("-o")
+        .arg(&cwasm)
+        .output()
+        .expect("run wload compile");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let server = server();
+    let run = run_file(
+        "go_compiled",
+        &cwasm,
+        &server.base_url(),
+        "--vus 1 --iterations 10",
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(server.stats.requests(), 10);
+    assert_eq!(run.check("status is 200"), (10, 0));
 }

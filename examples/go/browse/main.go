@@ -3,7 +3,7 @@
 // examples/rust/browse, plus setup data: Setup returns the base URL as
 // JSON and every VU receives it.
 //
-//	tinygo build -target=wasip2 -wit-package ../../../sdk/go/wit -wit-world test -o browse.wasm .
+//	go run wload/sdk/cmd/wload-go build -o browse.wasm .
 //	wload run browse.wasm --vus 1000 --duration 30s -e BASE_URL=http://127.0.0.1:8080
 package main
 
@@ -35,25 +35,25 @@ func (b *browse) Iteration(data string) error {
 	}
 	base := setup.Base
 	home := wload.Get(base + "/").Send()
-	wload.Check("home is 200", home.Status == 200)
+	wload.Check("home is 200", home.Status() == 200)
 
 	// Dynamic URLs share one `name` tag, so they form one series.
 	item := (uint64(wload.VU())*7 + wload.Iteration()) % 100
 	page := wload.Get(fmt.Sprintf("%s/bytes/1024?item=%d", base, item)).WithName("/bytes/1024?item={item}").Send()
-	wload.Check("item page has 1024 bytes", page.BodyLength == 1024)
-	b.pageTime.AddDuration(home.Timings.Duration + page.Timings.Duration)
+	wload.Check("item page has 1024 bytes", page.BodyLen() == 1024)
+	b.pageTime.AddDuration(home.Timings().Duration + page.Timings().Duration)
 
 	// Static assets, fetched in parallel as a browser would.
 	assets := wload.Batch(
 		wload.Get(base+"/bytes/300").WithName("asset"),
 		wload.Get(base+"/bytes/700").WithName("asset"),
 	)
-	wload.Check("assets arrive in order", len(assets) == 2 && assets[0].BodyLength == 300 && assets[1].BodyLength == 700)
+	wload.Check("assets arrive in order", len(assets) == 2 && assets[0].BodyLen() == 300 && assets[1].BodyLen() == 700)
 
 	body, _ := json.Marshal(map[string]uint64{"vu": uint64(wload.VU()), "item": item})
 	api := wload.Post(base + "/echo").JSON(string(body)).Send()
 	var echoed struct{ Item uint64 }
-	ok := api.Status == 200 && json.Unmarshal(api.Body, &echoed) == nil && echoed.Item == item
+	ok := api.Status() == 200 && api.JSON(&echoed) == nil && echoed.Item == item
 	wload.Check("echo returns the item", ok)
 
 	wload.Sleep(time.Second)

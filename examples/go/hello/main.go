@@ -2,7 +2,7 @@
 // count the bytes received in a custom metric. No sleep: each VU sends
 // requests back to back. Same as examples/rust/hello.
 //
-//	tinygo build -target=wasip2 -wit-package ../../../sdk/go/wit -wit-world test -o hello.wasm .
+//	go run wload/sdk/cmd/wload-go build -o hello.wasm .
 //	wload run hello.wasm --vus 10 --duration 10s -e BASE_URL=http://127.0.0.1:8080
 package main
 
@@ -19,8 +19,8 @@ type hello struct {
 func (h *hello) Iteration(string) error {
 	base := strings.TrimRight(wload.Env("BASE_URL", "http://127.0.0.1:8080"), "/")
 	res := wload.Get(base + "/").Send()
-	wload.Check("status is 200", res.Status == 200)
-	h.bodyBytes.Add(float64(res.BodyLength))
+	wload.Check("status is 200", res.Status() == 200)
+	h.bodyBytes.Add(float64(res.BodyLen()))
 	return nil
 }
 

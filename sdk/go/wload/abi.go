@@ -1,13 +1,30 @@
 // Canonical ABI helpers: strings and lists across the component boundary.
-// Memory the host writes results into comes from cabi_realloc; it is kept
-// reachable in `allocs` (so the GC cannot reuse it while the host still
-// writes) until the result has been copied into Go values.
+//
+// The engine writes results into memory it asks for with cabi_realloc,
+// in the middle of an import call. There the component model forbids
+// calling out of the instance, and the Go allocator may start a garbage
+// collection, which reads the clock through WASI: the instance would
+// trap. So cabi_realloc hands out memory that was allocated before the
+// call: a scratch buffer, reused once its contents were copied into Go
+// values (released), or a buffer reserved for one result of a known size
+// (a body). Only a result larger than both falls back to the allocator.
 
 package wload
 
 import "unsafe"
 
-// allocs holds every block handed to the host since the last lift.
+// scratch takes the results of one import call; it is emptied (used = 0)
+// by released, after the results were copied out.
+var (
+	scratch = make([]byte, 32<<10)
+	used    uintptr
+)
+
+// reserved, when set, takes the next result that fits: a body whose
+// length was asked first. The caller keeps it; it is not reused.
+var reserved []byte
+
+// allocs keeps the fallback blocks reachable until they were copied.
 var allocs [][]byte
 
 //go:wasmexport cabi_realloc
@@ -15,19 +32,51 @@ func cabiRealloc(oldPtr unsafe.Pointer, oldSize, align, newSize uint32) unsafe.P
 	if newSize == 0 {
 		return unsafe.Pointer(uintptr(align))
 	}
-	// Over-allocate so the block can be aligned to `align` (at most 8).
-	buf := make([]byte, newSize+align)
-	allocs = append(allocs, buf)
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	p = (p + uintptr(align) - 1) &^ (uintptr(align) - 1)
+	a := uintptr(max(align, 1))
+	var p uintptr
+	if r := reserved; r != nil && oldPtr == nil && uintptr(newSize) <= uintptr(cap(r)) {
+		reserved = nil
+		p = uintptr(unsafe.Pointer(unsafe.SliceData(r)))
+	} else {
+		p = fromScratch(uintptr(newSize), a)
+	}
+	if p == 0 {
+		// Larger than the scratch buffer: the allocator, which may
+		// collect garbage (and trap) in the rare case it decides to.
+		buf := make([]byte, uintptr(newSize)+a)
+		allocs = append(allocs, buf)
+		p = (uintptr(unsafe.Pointer(unsafe.SliceData(buf))) + a - 1) &^ (a - 1)
+	}
 	if oldPtr != nil && oldSize > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), newSize), unsafe.Slice((*byte)(oldPtr), oldSize))
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), newSize), unsafe.Slice((*byte)(oldPtr), min(oldSize, newSize)))
 	}
 	return unsafe.Pointer(p)
 }
 
-// released forgets the host's blocks once their contents were copied.
+// fromScratch is n bytes aligned to a from the scratch buffer, or 0 when
+// they do not fit.
+func fromScratch(n, a uintptr) uintptr {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))
+	at := (base + used + a - 1) &^ (a - 1)
+	if at+n > base+uintptr(len(scratch)) {
+		return 0
+	}
+	used = at + n - base
+	return at
+}
+
+// reserve makes the next result of up to n bytes land in a buffer of its
+// own, which is returned; call it before the import call.
+func reserve(n uint64) []byte {
+	reserved = make([]byte, n)
+	return reserved
+}
+
+// released empties the scratch buffer and forgets the fallback blocks
+// once the results of a call were copied.
 func released() {
+	used = 0
+	reserved = nil
 	clear(allocs)
 	allocs = allocs[:0]
 }

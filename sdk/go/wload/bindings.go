@@ -1,7 +1,9 @@
 // The imports of the world wload:test@0.1.0 with their core (canonical
 // ABI) signatures, for Go ≥ 1.24 and TinyGo (both know go:wasmimport).
-// Records too large to pass flat (request: 17 values) go by pointer;
-// results that are not one scalar are written at a return pointer.
+// Parameters too many to pass flat (more than 16 values: a request alone
+// is 17) go by pointer to a tuple of them; results that are not one
+// scalar are written at a return pointer. Only the functions a test
+// calls end up imported.
 
 package wload
 
@@ -12,6 +14,42 @@ func witSend(req unsafe.Pointer) uint32
 
 //go:wasmimport wload:test/http@0.1.0 batch
 func witBatch(reqs unsafe.Pointer, n uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 send-with
+func witSendWith(reqAndOptions unsafe.Pointer) uint32
+
+//go:wasmimport wload:test/http@0.1.0 send-with-limits
+func witSendWithLimits(reqOptionsAndLimits unsafe.Pointer) uint32
+
+//go:wasmimport wload:test/http@0.1.0 batch-with
+func witBatchWith(reqs unsafe.Pointer, n uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 batch-with-limits
+func witBatchWithLimits(reqs unsafe.Pointer, n uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 cookies
+func witCookies(url unsafe.Pointer, urlLen uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 set-cookie
+func witSetCookie(url unsafe.Pointer, urlLen uint32, cookie unsafe.Pointer, cookieLen uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 clear-cookies
+func witClearCookies()
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.header
+func witHeader(h uint32, name unsafe.Pointer, nameLen uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.text
+func witText(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.proto
+func witProto(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.tls-version
+func witTLSVersion(h uint32, ret unsafe.Pointer)
+
+//go:wasmimport wload:test/http@0.1.0 [method]response.redirects
+func witRedirects(h uint32) uint32
 
 //go:wasmimport wload:test/http@0.1.0 [method]response.status
 func witStatus(h uint32) uint32

@@ -42,7 +42,7 @@ type Counter struct{ m metric }
 
 func NewCounter(name string) *Counter { return &Counter{metric{name: name, kind: 0}} }
 
-func (c *Counter) Add(v float64)                        { c.m.record(v, nil) }
+func (c *Counter) Add(v float64)                         { c.m.record(v, nil) }
 func (c *Counter) AddTagged(v float64, tags [][2]string) { c.m.record(v, tags) }
 
 // Gauge is the last value set, with min and max.
@@ -50,19 +50,22 @@ type Gauge struct{ m metric }
 
 func NewGauge(name string) *Gauge { return &Gauge{metric{name: name, kind: 1}} }
 
-func (g *Gauge) Set(v float64) { g.m.record(v, nil) }
+func (g *Gauge) Set(v float64)                         { g.m.record(v, nil) }
+func (g *Gauge) SetTagged(v float64, tags [][2]string) { g.m.record(v, tags) }
 
 // Rate is the share of true outcomes.
 type Rate struct{ m metric }
 
 func NewRate(name string) *Rate { return &Rate{metric{name: name, kind: 2}} }
 
-func (r *Rate) Add(ok bool) {
+func (r *Rate) Add(ok bool) { r.AddTagged(ok, nil) }
+
+func (r *Rate) AddTagged(ok bool, tags [][2]string) {
 	v := 0.0
 	if ok {
 		v = 1
 	}
-	r.m.record(v, nil)
+	r.m.record(v, tags)
 }
 
 // Trend is a distribution with avg, min, med, max and percentiles.
@@ -73,7 +76,8 @@ func NewTrend(name string) *Trend { return &Trend{metric{name: name, kind: 3}} }
 // NewTimeTrend is a Trend of durations, shown in the summary as times.
 func NewTimeTrend(name string) *Trend { return &Trend{metric{name: name, kind: 3, isTime: true}} }
 
-func (t *Trend) Add(v float64) { t.m.record(v, nil) }
+func (t *Trend) Add(v float64)                         { t.m.record(v, nil) }
+func (t *Trend) AddTagged(v float64, tags [][2]string) { t.m.record(v, tags) }
 
 // AddDuration adds d in milliseconds.
 func (t *Trend) AddDuration(d time.Duration) { t.m.record(float64(d)/1e6, nil) }

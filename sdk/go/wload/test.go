@@ -5,6 +5,10 @@ package wload
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -60,11 +64,34 @@ func area() unsafe.Pointer {
 	return unsafe.Pointer(&exportRet[0])
 }
 
-// guard turns a panic into vu.report-panic before the instance traps.
+// guard turns a panic into vu.report-panic, with where it happened, and
+// then ends the instance (the engine gives the VU a fresh one) through
+// os.Exit: a panic let through would also print Go's whole traceback.
 func guard() {
 	if r := recover(); r != nil {
-		reportPanic(fmt.Sprint("panic: ", r))
-		panic(r)
+		msg := fmt.Sprint(r)
+		if at := panicSite(); at != "" {
+			msg += " (at " + at + ")"
+		}
+		reportPanic(msg)
+		os.Exit(2)
+	}
+}
+
+// panicSite is the function and line that panicked: the first frame
+// outside the runtime and this package (whose own panics are about how the
+// test called it); "" where the toolchain keeps no frames.
+func panicSite() string {
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		f, more := frames.Next()
+		if f.Function != "" && !strings.HasPrefix(f.Function, "runtime.") && !strings.HasPrefix(f.Function, "wload/sdk/wload.") {
+			return fmt.Sprintf("%s, %s:%d", f.Function, filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return ""
+		}
 	}
 }
 
@@ -97,6 +124,7 @@ func exportOptions() unsafe.Pointer {
 //go:wasmexport setup
 func exportSetup() unsafe.Pointer {
 	defer guard()
+	defer closeResponses()
 	s, ok := the().(Setup)
 	if !ok {
 		return area()
@@ -139,6 +167,7 @@ var keepLists [][]uint32
 //go:wasmexport iteration
 func exportIteration(execPtr unsafe.Pointer, execLen uint32) unsafe.Pointer {
 	defer guard()
+	defer closeResponses()
 	exec := string(unsafe.Slice((*byte)(execPtr), execLen))
 	released()
 	t := the()
@@ -154,6 +183,7 @@ func exportIteration(execPtr unsafe.Pointer, execLen uint32) unsafe.Pointer {
 //go:wasmexport teardown
 func exportTeardown() unsafe.Pointer {
 	defer guard()
+	defer closeResponses()
 	if td, ok := the().(Teardown); ok {
 		return resultUnit(td.Teardown(setupData()))
 	}

@@ -1,14 +1,17 @@
 //! Core modules that carry the world's metadata become components here.
 //!
-//! Toolchains without component-model support (AssemblyScript) emit a core
-//! module that follows the canonical ABI of `wload:test` and embeds the
-//! world's type information in a `component-type` custom section, as
+//! Toolchains without component-model support (AssemblyScript, Go) emit a
+//! core module that follows the canonical ABI of `wload:test` and embeds
+//! the world's type information in a `component-type` custom section, as
 //! wit-bindgen does. Wrapping such a module is what `wasm-tools component
 //! new` does; doing it at load time with the same library means users never
-//! run an extra tool.
+//! run an extra tool. Modules that import WASI preview 1 (Go's `wasip1`)
+//! get the preview 1 adapter linked in front of them ([`super::wasip1`]).
 
 use anyhow::{Context, Result};
 use wit_component::ComponentEncoder;
+
+use super::wasip1;
 
 /// Whether a core module has a `component-type*` custom section.
 pub fn has_component_metadata(module: &[u8]) -> bool {
@@ -23,15 +26,36 @@ pub fn has_component_metadata(module: &[u8]) -> bool {
 
 /// Wrap `module` into a component using its embedded world metadata.
 pub fn to_component(module: &[u8]) -> Result<Vec<u8>> {
-    ComponentEncoder::default()
+    let preview1 = wasip1::imports_preview1(module);
+    let with_arena;
+    let module = match preview1 {
+        true => match wasip1::find_arena(module).context("its adapter arena is unusable")? {
+            Some(arena) => {
+                with_arena = wasip1::add_arena_allocator(module, arena)
+                    .context("its adapter arena cannot be wired up")?;
+                &with_arena[..]
+            }
+            None => module,
+        },
+        false => module,
+    };
+    let mut encoder = ComponentEncoder::default();
+    encoder
         .validate(true)
         .module(module)
-        .context("its component-type metadata cannot be read")?
+        .context("its component-type metadata cannot be read")?;
+    if preview1 {
+        encoder
+            .adapter(wasip1::PREVIEW1, wasip1::ADAPTER)
+            .context("the WASI preview 1 adapter cannot be used")?;
+    }
+    encoder
         .encode()
         .map_err(|e| anyhow::anyhow!("{e:#}"))
         .context(
             "it does not follow the canonical ABI of its embedded world \
-             (rebuild it with the wload AssemblyScript SDK, `npx wload-as build`)",
+         (rebuild it with a wload SDK: `npx wload-as build` for AssemblyScript, \
+         `go run wload/sdk/cmd/wload-go build` for Go)",
         )
 }
 
@@ -54,22 +78,32 @@ mod tests {
         metadata::encode(&resolve, world, StringEncoding::UTF8, None).expect("encode metadata")
     }
 
-    /// The AssemblyScript SDK ships the metadata as a file (it has no WIT
-    /// tooling of its own); it must match `wit/`. Run with
-    /// `WLOAD_BLESS=1` after changing the WIT to rewrite it.
-    #[test]
-    fn assemblyscript_metadata_matches_the_wit() {
+    /// The AssemblyScript and Go SDKs ship the metadata as a file (they
+    /// have no WIT tooling of their own); it must match `wit/`. Run with
+    /// `WLOAD_BLESS=1` after changing the WIT to rewrite them.
+    fn shipped_metadata_matches_the_wit(file: &str) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../sdk/assemblyscript/component-type.wasm");
+            .join("../..")
+            .join(file);
         let fresh = world_metadata();
         if std::env::var_os("WLOAD_BLESS").is_some() {
-            std::fs::write(&path, &fresh).expect("write component-type.wasm");
+            std::fs::write(&path, &fresh).expect("write the metadata");
         }
-        let shipped = std::fs::read(&path).expect("sdk/assemblyscript/component-type.wasm");
+        let shipped = std::fs::read(&path).expect("the shipped metadata");
         assert!(
             shipped == fresh,
-            "sdk/assemblyscript/component-type.wasm is stale: rerun this test with WLOAD_BLESS=1"
+            "{file} is stale: rerun this test with WLOAD_BLESS=1"
         );
+    }
+
+    #[test]
+    fn assemblyscript_metadata_matches_the_wit() {
+        shipped_metadata_matches_the_wit("sdk/assemblyscript/component-type.wasm");
+    }
+
+    #[test]
+    fn go_metadata_matches_the_wit() {
+        shipped_metadata_matches_the_wit("sdk/go/cmd/wload-go/component-type.wasm");
     }
 
     #[test]

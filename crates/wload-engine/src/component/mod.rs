@@ -2,14 +2,16 @@
 //! by content hash), checking that it is a test of the `wload:test` world,
 //! and reading what the pool must provide for one instance.
 //!
-//! Core modules carrying the world's metadata (what the AssemblyScript SDK
-//! builds) are turned into components first, in [`core`].
+//! Core modules carrying the world's metadata (what the AssemblyScript and
+//! Go SDKs build) are turned into components first, in [`core`], WASI
+//! preview 1 ones (Go) with the preview 1 adapter, in [`wasip1`].
 //!
 //! Nothing here knows about HTTP; the world check uses the host linker
 //! only to ask whether every import is provided and every export exists.
 
 mod cache;
 mod core;
+mod wasip1;
 
 use std::path::{Path, PathBuf};
 
@@ -94,7 +96,7 @@ impl CompiledTest {
             FileKind::CoreModule => bail!(
                 "{name} is a core WebAssembly module, not a component, and carries no component metadata; expected a component of the world \
                  {WORLD}: build Rust tests with `cargo build --target wasm32-wasip2` (not wasm32-unknown-unknown or wasm32-wasip1), \
-                 AssemblyScript tests with `npx wload-as build`"
+                 AssemblyScript tests with `npx wload-as build`, Go tests with `go run wload/sdk/cmd/wload-go build`"
             ),
             FileKind::NotWasm => bail!(
                 "{name} is not a WebAssembly file; expected a component of the world {WORLD} \

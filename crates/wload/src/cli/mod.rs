@@ -679,17 +679,11 @@ impl ExportFile {
 
 fn compile(test: &std::path::Path, output: &std::path::Path) -> Result<()> {
     let bytes = std::fs::read(test).with_context(|| format!("cannot read {}", test.display()))?;
-    if detect(&bytes) != FileKind::Component {
-        // Let the loader explain what the file is instead.
-        let probe = Sandbox::probe(SandboxLimits::default())?;
-        wload_engine::component::CompiledTest::from_bytes(
-            &probe.engine,
-            test,
-            &bytes,
-            &Cache::disabled(),
-        )?;
+    if detect(&bytes) == FileKind::Precompiled {
         bail!("{} is already compiled", test.display());
     }
+    // Components, and core modules that become one (AssemblyScript, Go);
+    // the loader explains what any other file is.
     let probe = Sandbox::probe(SandboxLimits::default())?;
     let compiled = wload_engine::component::CompiledTest::from_bytes(
         &probe.engine,
