@@ -6,6 +6,7 @@
 mod support;
 mod thresholds;
 
+mod egress;
 mod errors;
 mod executors;
 mod hostile;

@@ -78,6 +78,9 @@ pub fn wload() -> Command {
         "WLOAD_DURATION",
         "WLOAD_ITERATIONS",
         "WLOAD_VU_MEMORY",
+        "WLOAD_MAX_RESPONSE_BODY_SIZE",
+        "WLOAD_BLACKLIST_IPS",
+        "WLOAD_BLOCK_HOSTNAMES",
     ] {
         cmd.env_remove(var);
     }

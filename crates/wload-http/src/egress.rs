@@ -324,7 +324,8 @@ impl HostPattern {
                 && !l.ends_with('-')
         };
         // A bare `*` (any name) is valid, as in k6.
-        if !(rest.is_empty() && lower.starts_with('*')) && !rest.split('.').all(label_ok) {
+        let any_name = rest.is_empty() && lower.starts_with('*');
+        if !any_name && !rest.split('.').all(label_ok) {
             return Err(format!(
                 "invalid hostname pattern {text:?}: expected a name such as api.example.com, \
                  with at most a leading * (*.example.com)"

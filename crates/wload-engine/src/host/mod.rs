@@ -223,11 +223,16 @@ impl WasiView for VuState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         let ctx = self.wasi.get_or_insert_with(|| {
             // Nothing of the host: no files, no sockets, no environment.
+            // A guest's traffic goes through the host's client, where the
+            // egress policy is checked; a WASI socket would go around it.
+            // The address check refuses every address too, should a
+            // socket kind ever be allowed by mistake.
             let mut b = WasiCtx::builder();
             b.inherit_stderr()
                 .allow_tcp(false)
                 .allow_udp(false)
-                .allow_ip_name_lookup(false);
+                .allow_ip_name_lookup(false)
+                .socket_addr_check(|_, _| Box::pin(async { false }));
             Box::new(b.build())
         });
         WasiCtxView {

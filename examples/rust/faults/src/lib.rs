@@ -13,6 +13,11 @@
 //! - `bad-metric`: add to a metric id that `metrics.define` never
 //!   returned (through the raw bindings: the SDK's types cannot); the
 //!   engine fails the iteration.
+//! - `sockets`: try to go around the host's HTTP client by WASI: connect a
+//!   TCP socket to `SOCKET_ADDR` (default `127.0.0.1:9`) and look up
+//!   `localhost`; checks that both are refused (the egress policy is
+//!   checked in the host's client only, so WASI must not reach the
+//!   network at all).
 //!
 //! Teardown logs the setup data it received.
 //!
@@ -72,6 +77,20 @@ impl Test for Faults {
                 check("timed out with status 0", slow.status() == 0);
                 check("timeout has error code 1050", slow.error_code() == 1050);
                 check("timeout has a message", slow.error().is_some());
+            }
+            "sockets" => {
+                let addr = vu::env_or("SOCKET_ADDR", "127.0.0.1:9");
+                let connected = std::net::TcpStream::connect(addr.as_str());
+                if let Ok(stream) = &connected {
+                    vu::info(&format!("WASI connected to {:?}", stream.peer_addr()));
+                }
+                check("WASI TCP connect is refused", connected.is_err());
+                use std::net::ToSocketAddrs;
+                let found = ("localhost", 80).to_socket_addrs();
+                if let Ok(addrs) = &found {
+                    vu::info(&format!("WASI resolved localhost: {:?}", addrs.clone().collect::<Vec<_>>()));
+                }
+                check("WASI name lookup is refused", found.is_err());
             }
             "bad-metric" if n % 2 == 1 => {
                 wload_sdk::bindings::wload::test::metrics::add(u32::MAX - 1, 1.0, &[]);
