@@ -6,6 +6,7 @@
 mod support;
 mod thresholds;
 
+mod control;
 mod egress;
 mod errors;
 mod executors;

@@ -114,8 +114,9 @@ pub struct RunPlan {
     /// The longest startTime + duration (or maxDuration) + gracefulStop
     /// of the scenarios; setup and teardown timeouts not included. An
     /// externally-controlled scenario of duration 0 (until stopped)
-    /// counts `wload_units::MAX_DURATION`, and its time paused does not
-    /// count against its duration.
+    /// counts `wload_units::MAX_DURATION`. Time paused is not in it: the
+    /// wait of a run started paused, and an externally-controlled
+    /// scenario's pauses (which do not count against its duration).
     pub max_duration: Duration,
     pub scenarios: Vec<ScenarioPlan>,
 }

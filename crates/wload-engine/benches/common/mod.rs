@@ -43,6 +43,7 @@ impl BenchVu {
                 .collect(),
             setup_data,
             run_tags: TagSet::empty(),
+            rps: None,
         });
         let scenario = VuScenario::new(
             "default",

@@ -467,7 +467,7 @@ pub fn resolve(options: &Map<String, Value>) -> Result<Options, Vec<String>> {
     let rps = match options.get("rps").filter(|v| !v.is_null()) {
         None => None,
         Some(v) => match v.as_f64() {
-            Some(n) if n == 0.0 => None,
+            Some(0.0) => None,
             Some(n) if n > 0.0 && n <= crate::rate::MAX_RPS => Some(n),
             _ => {
                 errors.push(format!(

@@ -1,9 +1,9 @@
 //! `externally-controlled`: looping VUs whose number the run's controller
 //! changes while the run goes (`run::RunHandle::scale`, k6's REST `PATCH
 //! /v1/status`), and which can be paused and resumed mid-run, the one
-//! executor that can (`RunHandle::set_paused`). k6's options: `vus` (1
-//! unless given), `maxVUs` (default `vus`), `duration` (required; `0`
-//! runs until stopped).
+//! executor that can (`RunHandle::set_paused`). k6's options: `vus` (0
+//! unless given), `maxVUs` (default `vus`, and at least 1 here),
+//! `duration` (required; `0` runs until stopped).
 //!
 //! As in k6: all `maxVUs` VUs are initialised before the run; VU `i`
 //! loops while `i` is below the active count and the scenario is not
@@ -40,7 +40,10 @@ pub struct ExternallyControlled {
 
 impl Executor for ExternallyControlled {
     fn parse(f: &mut Fields<'_>) -> Self {
-        let vus = f.vus("vus", Some(1), 0);
+        // k6 starts with none active unless told; the one VU of a
+        // default maxVUs is what lets such a run be scaled at all, since
+        // maxVUs cannot grow during a wload run.
+        let vus = f.vus("vus", Some(0), 0);
         ExternallyControlled {
             vus,
             max_vus: f.vus("maxVUs", Some(vus.max(1)), 1),
@@ -311,6 +314,10 @@ mod tests {
             "{:?}",
             e.describe()
         );
+        // k6's default of no active VU, and one to scale up to.
+        let (e, errors) = read::<ExternallyControlled>(json!({"duration": "1s"}));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!((e.vus, e.max_vus), (0, 1));
     }
 
     #[test]

@@ -140,11 +140,6 @@ impl VuState {
         limits: Option<wit::RequestLimits>,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
         self.note_iteration();
-        if let Some(limit) = &self.shared.rps
-            && !pace(limit, &self.scenario, 1).await
-        {
-            return Err(self.interrupted(Vec::new()));
-        }
         let (mut spec, name, tags) = split(req, opts, limits);
         let tags = self.tags_with(tags);
         let client = self.shared.client.clone();
@@ -193,12 +188,6 @@ impl VuState {
         reqs: Vec<Guest>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
         self.note_iteration();
-        if let Some(limit) = &self.shared.rps
-            && !reqs.is_empty()
-            && !pace(limit, &self.scenario, reqs.len()).await
-        {
-            return Err(self.interrupted(Vec::new()));
-        }
         let mut specs = Vec::with_capacity(reqs.len());
         let mut meta = Vec::with_capacity(reqs.len());
         for (req, opts, limits) in reqs {
@@ -256,16 +245,56 @@ impl VuState {
     }
 }
 
+/// A host call's future, boxed.
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>;
+
+impl VuState {
+    /// [`VuState::send_one`] once the run's `rps` has a slot for it: a
+    /// boxed future of its own, called only in runs with an `rps`, so
+    /// that the host calls of the others are what they were without it
+    /// but for one `Option` check.
+    #[inline(never)]
+    fn send_paced(
+        &mut self,
+        req: wit::Request,
+        opts: Option<wit::RequestOptions>,
+        limits: Option<wit::RequestLimits>,
+    ) -> Boxed<'_, Resource<HttpResponse>> {
+        Box::pin(async move {
+            if let Some(limit) = &self.shared.rps
+                && !pace(limit, &self.scenario, 1).await
+            {
+                return Err(self.interrupted(Vec::new()));
+            }
+            self.send_one(req, opts, limits).await
+        })
+    }
+
+    /// [`VuState::send_many`] once the run's `rps` has a slot for each of
+    /// its requests (see [`VuState::send_paced`]).
+    #[inline(never)]
+    fn send_many_paced(&mut self, reqs: Vec<Guest>) -> Boxed<'_, Vec<Resource<HttpResponse>>> {
+        Box::pin(async move {
+            if let Some(limit) = &self.shared.rps
+                && !reqs.is_empty()
+                && !pace(limit, &self.scenario, reqs.len()).await
+            {
+                return Err(self.interrupted(Vec::new()));
+            }
+            self.send_many(reqs).await
+        })
+    }
+}
+
 /// Wait for the run's `rps` slots of `n` requests; false when a hard stop
 /// cut the wait: the requests were not sent, and are not recorded (none
-/// left, as in k6). Out of line, its timer boxed, so that the frames of
-/// runs without `rps` carry none of it.
-#[inline(never)]
+/// left, as in k6). The wait is the host's (no guest timeout runs), and
+/// comes before the client sees the request: it is in no request timing.
 async fn pace(limit: &RateLimiter, scenario: &VuScenario, n: usize) -> bool {
     let Some(at) = limit.claim(n) else {
         return true;
     };
-    let wait = Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(at)));
+    let wait = tokio::time::sleep_until(tokio::time::Instant::from_std(at));
     unless_hard_stopped(scenario, wait).await.is_some()
 }
 
@@ -309,6 +338,9 @@ fn batch_inline(
 
 impl Host for VuState {
     async fn send(&mut self, req: wit::Request) -> wasmtime::Result<Resource<HttpResponse>> {
+        if self.shared.rps.is_some() {
+            return self.send_paced(req, None, None).await;
+        }
         self.send_one(req, None, None).await
     }
 
@@ -316,8 +348,11 @@ impl Host for VuState {
         &mut self,
         reqs: Vec<wit::Request>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
-        self.send_many(reqs.into_iter().map(|r| (r, None, None)).collect())
-            .await
+        let reqs = reqs.into_iter().map(|r| (r, None, None)).collect();
+        if self.shared.rps.is_some() {
+            return self.send_many_paced(reqs).await;
+        }
+        self.send_many(reqs).await
     }
 
     async fn send_with(
@@ -325,6 +360,9 @@ impl Host for VuState {
         req: wit::Request,
         options: wit::RequestOptions,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
+        if self.shared.rps.is_some() {
+            return self.send_paced(req, Some(options), None).await;
+        }
         self.send_one(req, Some(options), None).await
     }
 
@@ -332,8 +370,11 @@ impl Host for VuState {
         &mut self,
         reqs: Vec<(wit::Request, wit::RequestOptions)>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
-        self.send_many(reqs.into_iter().map(|(r, o)| (r, Some(o), None)).collect())
-            .await
+        let reqs = reqs.into_iter().map(|(r, o)| (r, Some(o), None)).collect();
+        if self.shared.rps.is_some() {
+            return self.send_many_paced(reqs).await;
+        }
+        self.send_many(reqs).await
     }
 
     async fn send_with_limits(
@@ -342,6 +383,9 @@ impl Host for VuState {
         options: wit::RequestOptions,
         limits: wit::RequestLimits,
     ) -> wasmtime::Result<Resource<HttpResponse>> {
+        if self.shared.rps.is_some() {
+            return self.send_paced(req, Some(options), Some(limits)).await;
+        }
         self.send_one(req, Some(options), Some(limits)).await
     }
 
@@ -349,12 +393,14 @@ impl Host for VuState {
         &mut self,
         reqs: Vec<(wit::Request, wit::RequestOptions, wit::RequestLimits)>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
-        self.send_many(
-            reqs.into_iter()
-                .map(|(r, o, l)| (r, Some(o), Some(l)))
-                .collect(),
-        )
-        .await
+        let reqs = reqs
+            .into_iter()
+            .map(|(r, o, l)| (r, Some(o), Some(l)))
+            .collect();
+        if self.shared.rps.is_some() {
+            return self.send_many_paced(reqs).await;
+        }
+        self.send_many(reqs).await
     }
 
     fn cookies(&mut self, url: String) -> wasmtime::Result<Vec<(String, String)>> {

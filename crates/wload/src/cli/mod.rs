@@ -128,8 +128,9 @@ struct LoadArgs {
     tags: Vec<(String, String)>,
     /// Requests per second at most, for the whole run (0: no limit).
     /// [env: WLOAD_RPS] [k6: rps]
-    // Checked with the other options (exit code 104, every problem named).
-    #[arg(long, value_name = "N")]
+    // Checked with the other options (exit code 104, every problem named),
+    // a negative one too.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     rps: Option<String>,
     /// Start paused: setup runs and the VUs are initialised, then the run
     /// waits for a resume from its controller (`wload serve`'s API; a
