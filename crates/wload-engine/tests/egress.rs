@@ -89,6 +89,9 @@ async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTree
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
         egress: Some(tenant.clone()),
+        admit: None,
+        handle: None,
+        rps_limit: None,
     };
     let outcome = run(opts).await.expect("the run completes");
     let mut codes = BTreeMap::new();
