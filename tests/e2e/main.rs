@@ -17,4 +17,5 @@ mod layers;
 mod load;
 mod outputs;
 mod results;
+mod service;
 mod validation;

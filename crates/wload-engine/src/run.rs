@@ -84,6 +84,12 @@ fn invalid_config(message: String) -> anyhow::Error {
 #[derive(Debug, Clone)]
 pub enum TestSource {
     File(PathBuf),
+    /// A file shown by another name (a test uploaded to `wload serve`,
+    /// kept under its content hash).
+    Named {
+        path: PathBuf,
+        name: String,
+    },
     /// A test built into the binary (`wload demo`).
     Embedded {
         name: String,
@@ -95,6 +101,7 @@ impl TestSource {
     pub fn name(&self) -> String {
         match self {
             TestSource::File(p) => p.display().to_string(),
+            TestSource::Named { name, .. } => name.clone(),
             TestSource::Embedded { name, .. } => name.clone(),
         }
     }
@@ -306,7 +313,9 @@ fn plan(options: &config::Options, seg: &Segment) -> RunPlan {
 /// Load the test and compile it (or take it from the cache).
 fn load(opts: &RunOptions, probe: &Sandbox) -> Result<CompiledTest> {
     match &opts.test {
-        TestSource::File(path) => CompiledTest::load(&probe.engine, path, &opts.cache),
+        TestSource::File(path) | TestSource::Named { path, .. } => {
+            CompiledTest::load(&probe.engine, path, &opts.cache)
+        }
         TestSource::Embedded { name, bytes } => CompiledTest::from_bytes(
             &probe.engine,
             std::path::Path::new(name),

@@ -31,7 +31,6 @@ pub struct RemoteRun {
     /// The merged k6 options (flags over `WLOAD_*` over `--config`).
     pub options: Map<String, Value>,
     pub env: BTreeMap<String, String>,
-    pub paused: bool,
     pub quiet: bool,
     pub no_summary: bool,
     pub summary_export: Option<PathBuf>,
@@ -186,8 +185,7 @@ fn service_error(status: StatusCode, v: &Value) -> String {
 pub async fn run(args: RemoteRun) -> Result<u8> {
     let remote = Remote::new(&args.server, &args.token)?;
     let test = upload(&remote, &args.test).await?;
-    let body =
-        json!({"test": test, "options": args.options, "env": args.env, "paused": args.paused});
+    let body = json!({"test": test, "options": args.options, "env": args.env});
     let (status, run) = remote
         .json(
             Method::POST,

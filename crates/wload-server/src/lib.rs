@@ -13,6 +13,7 @@
 //! - [`runner`]: every run is a `wload worker` child process driving the
 //!   engine under the tenant's sandbox limits and egress policy; a run
 //!   that crashes or runs away takes its own process, never the service.
+//! - [`worker`]: that child's side.
 //! - [`api`]: the JSON HTTP API (OpenAPI 3 in `openapi.json`), live
 //!   metrics as server-sent events.
 //! - [`client`]: `wload run --server`, a run on a service shown as a
@@ -27,5 +28,6 @@ pub mod runner;
 pub mod sse;
 pub mod store;
 pub mod time;
+pub mod worker;
 
 pub use api::{ServeConfig, serve};

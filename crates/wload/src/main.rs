@@ -20,7 +20,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::main()) {
+    let result = runtime.block_on(cli::main());
+    // Whatever still waits in the background (a read of stdin, by the
+    // service's worker) must not keep the process from exiting.
+    runtime.shutdown_background();
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");

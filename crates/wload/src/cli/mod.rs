@@ -2,6 +2,8 @@
 //! prints what comes back. Option precedence: flags > `WLOAD_*`
 //! environment variables > the test's own `options()`.
 
+mod remote;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -57,6 +59,30 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
     },
+    /// Run the multi-tenant service: an API that takes tests from many
+    /// tenants and runs each in a sandboxed worker process, with quotas
+    /// and an egress policy per tenant (docs/server.md).
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8700")]
+        listen: SocketAddr,
+        /// Where the database, tests, compile cache and runs are kept.
+        #[arg(long, default_value = "wload-data")]
+        data: PathBuf,
+        /// A file holding the admin token (which manages tenants).
+        /// [env: WLOAD_ADMIN_TOKEN]
+        #[arg(long, value_name = "FILE")]
+        admin_token_file: Option<PathBuf>,
+        /// Largest test accepted, e.g. 128MiB.
+        #[arg(long, default_value = "128MiB", value_parser = parse_size)]
+        max_upload: u64,
+    },
+    /// One run (or compile) of `wload serve`, started by the service.
+    #[command(hide = true)]
+    Worker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run only the built-in target server on 127.0.0.1, to try tests
     /// against: GET /, /bytes/N, /status/N, /delay/MS, POST /echo.
     Target {
@@ -96,6 +122,18 @@ enum Command {
 /// Flags shared by `run` and `demo`.
 #[derive(Debug, Args)]
 struct LoadArgs {
+    /// Run the test on a wload service (`wload serve`) instead of here:
+    /// uploaded, run there, shown here as a local run.
+    #[arg(long, value_name = "URL", env = "WLOAD_SERVER")]
+    server: Option<String>,
+    /// The tenant token for --server.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "WLOAD_TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
     /// Number of VUs (concurrent virtual users). [env: WLOAD_VUS]
     #[arg(short = 'u', long)]
     vus: Option<u32>,
@@ -505,10 +543,47 @@ fn invalid_flags(problems: Vec<String>) -> ExitError {
 pub async fn main() -> Result<u8> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run { test, load } if load.server.is_some() => {
+            let server = load.server.clone().unwrap_or_default();
+            load.run_remote(&test, &server).await
+        }
         Command::Run { test, load } => {
             let opts = load.options(TestSource::File(test), &[])?;
             run_and_report(opts, &load).await
         }
+        Command::Demo { load, .. } if load.server.is_some() => Err(invalid_flags(vec![
+            "--server: the demo runs here, against its own server; use `wload run --server`"
+                .to_owned(),
+        ])
+        .into()),
+        Command::Serve {
+            listen,
+            data,
+            admin_token_file,
+            max_upload,
+        } => {
+            let admin_token = match admin_token_file {
+                Some(path) => Some(
+                    std::fs::read_to_string(&path)
+                        .with_context(|| format!("cannot read the admin token {}", path.display()))?
+                        .trim()
+                        .to_owned(),
+                ),
+                None => std::env::var("WLOAD_ADMIN_TOKEN").ok(),
+            }
+            .filter(|t| !t.is_empty());
+            let exe = std::env::current_exe().context("cannot find the wload binary")?;
+            wload_server::serve(wload_server::ServeConfig {
+                addr: listen,
+                data,
+                admin_token,
+                exe,
+                max_upload,
+            })
+            .await?;
+            Ok(0)
+        }
+        Command::Worker { args } => wload_server::worker::main(&args).await,
         Command::Demo { mut load, port } => {
             let server = TargetServer::start(SocketAddr::from(([127, 0, 0, 1], port))).await?;
             let shaped = load.iterations.is_some()
