@@ -998,3 +998,98 @@ fn finished_runs_survive_a_kill_9_and_the_run_it_cut_is_marked_interrupted() {
     let (code, log) = service.terminate();
     assert_eq!(code, Some(0), "{log}");
 }
+
+#[test]
+fn a_run_is_paused_resumed_scaled_and_stopped_as_with_k6s_status_api() {
+    let target = server();
+    let service = Service::start("control");
+    let (_, token) = service.tenant("c", json!({}), allow(port_of(&target.base_url())));
+    let hello = service.upload(&token, &guest("hello"));
+    let env = json!({"BASE_URL": target.base_url(), "SLEEP_MS": "20"});
+    let (status, run) = service.start_run(
+        &token,
+        &hello,
+        json!({"scenarios": {"ext": {"executor": "externally-controlled", "vus": 1, "maxVUs": 4, "duration": "60s"}}}),
+        env.clone(),
+    );
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_owned();
+    let patch = |body: &str| {
+        service.call(
+            "PATCH",
+            &format!("/v1/runs/{id}/status"),
+            Some(&token),
+            Some(body.as_bytes()),
+        )
+    };
+    let (status, s) = patch(r#"{"vus": 3}"#);
+    assert_eq!((status, s["vus"].as_u64()), (200, Some(3)), "{s}");
+    let (_, s) = service.call("GET", &format!("/v1/runs/{id}/status"), Some(&token), None);
+    assert_eq!(
+        (s["vus"].as_u64(), s["vus-max"].as_u64()),
+        (Some(3), Some(4)),
+        "{s}"
+    );
+    let (status, s) = patch(r#"{"vus": 10}"#);
+    assert_eq!(status, 422, "more VUs than vus-max: {s}");
+    let (status, s) = patch(r#"{"vus-max": 4, "vus": 4}"#);
+    assert_eq!((status, s["vus"].as_u64()), (200, Some(4)), "{s}");
+    // wload initialises every VU before the start: vus-max cannot grow.
+    let (status, s) = patch(r#"{"vus-max": 6}"#);
+    assert_eq!(status, 422, "{s}");
+
+    // Paused: no new iteration starts, then they go on.
+    let (status, s) = patch(r#"{"paused": true}"#);
+    assert_eq!((status, s["paused"].as_bool()), (200, Some(true)), "{s}");
+    std::thread::sleep(Duration::from_millis(300));
+    let held = target.stats.requests();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        target.stats.requests(),
+        held,
+        "requests went on while paused"
+    );
+    let (status, s) = patch(r#"{"paused": false}"#);
+    assert_eq!((status, s["paused"].as_bool()), (200, Some(false)), "{s}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(target.stats.requests() > held, "the run did not resume");
+
+    let (status, s) = patch(r#"{"stopped": true}"#);
+    assert_eq!(status, 200, "{s}");
+    let ended = service.wait_run(&token, &id, Duration::from_secs(60));
+    assert_eq!(ended["status"], "stopped", "{ended}");
+    let (status, _) = patch(r#"{"paused": true}"#);
+    assert_eq!(status, 409, "an ended run cannot change");
+
+    // Other executors cannot be paused once started, as in k6.
+    let (status, run) = service.start_run(
+        &token,
+        &hello,
+        json!({"scenarios": {"s": {"executor": "constant-vus", "vus": 1, "duration": "20s", "gracefulStop": "1s"}}}),
+        env,
+    );
+    assert_eq!(status, 201, "{run}");
+    let id = run["id"].as_str().unwrap().to_owned();
+    let (status, s) = service.call(
+        "PATCH",
+        &format!("/v1/runs/{id}/status"),
+        Some(&token),
+        Some(br#"{"paused": true}"#),
+    );
+    assert_eq!(status, 422, "{s}");
+    assert!(
+        s["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("pause"),
+        "{s}"
+    );
+    service.call(
+        "PATCH",
+        &format!("/v1/runs/{id}/status"),
+        Some(&token),
+        Some(br#"{"stopped": true}"#),
+    );
+    let ended = service.wait_run(&token, &id, Duration::from_secs(60));
+    assert_eq!(ended["status"], "stopped", "{ended}");
+}

@@ -196,7 +196,7 @@ async fn follow_commands(handle: RunHandle) {
                 continue;
             }
         };
-        match apply(&handle, &patch) {
+        match apply(&handle, &patch).await {
             Ok(()) => emit(&Event::Status {
                 status: json!(handle.status()),
             }),
@@ -207,12 +207,22 @@ async fn follow_commands(handle: RunHandle) {
     handle.stop();
 }
 
-fn apply(handle: &RunHandle, patch: &StatusPatch) -> Result<(), String> {
+/// How long a reply waits for the VUs to reach a new count: VUs start
+/// and stop asynchronously, and the answer should show the change made.
+const SETTLE: Duration = Duration::from_secs(1);
+
+async fn apply(handle: &RunHandle, patch: &StatusPatch) -> Result<(), String> {
     if let Some(paused) = patch.paused {
         handle.set_paused(paused)?;
     }
     if patch.vus.is_some() || patch.vus_max.is_some() {
         handle.scale(patch.vus, patch.vus_max)?;
+        if let Some(vus) = patch.vus {
+            let started = std::time::Instant::now();
+            while handle.status().vus != vus && started.elapsed() < SETTLE {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
     }
     if patch.stopped == Some(true) {
         handle.stop();
