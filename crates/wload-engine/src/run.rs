@@ -18,10 +18,10 @@ use wasmtime::Store;
 use wload_http::{BodyPool, Client, ClientConfig};
 use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
-use wload_output::Report;
 use wload_output::live::Live;
 use wload_output::progress::{self, Display, ScenarioPlan, ScenarioProgress};
 use wload_output::stream::{OutSpec, Outputs};
+use wload_output::{Report, RunClock};
 use wload_units::format;
 
 use crate::WasmtimeResult;
@@ -120,6 +120,10 @@ pub struct RunOptions {
     pub outputs: Vec<OutSpec>,
     /// The aggregation interval of the outputs and the progress display.
     pub out_interval: Duration,
+    /// `--start-at`: once setup has run and the VUs are ready, wait for
+    /// this wall-clock time before starting the clock, so that the shards
+    /// of a distributed run start together.
+    pub start_at: Option<SystemTime>,
 }
 
 /// A finished run.
@@ -184,6 +188,10 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
         );
     }
 
+    if let Some(at) = opts.start_at {
+        wait_until(at, opts.quiet).await;
+    }
+    let started = SystemTime::now();
     let (elapsed, live) =
         drive(&opts, &options, prepared, outputs, &recorder, &ctl, max_vus).await?;
 
@@ -201,7 +209,14 @@ pub async fn run(opts: RunOptions) -> Result<RunOutcome> {
     if ctl.aborted.load(Ordering::Relaxed) {
         exit_code = exit::ABORTED;
     }
-    let report = report(&options, &recorder, &ctl, elapsed);
+    let clock = RunClock {
+        started,
+        metrics_zero: SystemTime::now()
+            .checked_sub(recorder.elapsed())
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+        start_at: opts.start_at,
+    };
+    let report = report(&options, &recorder, &ctl, elapsed, clock);
     if report.thresholds.iter().any(|o| !o.verdict.ok) && exit_code == 0 {
         exit_code = exit::THRESHOLDS_FAILED;
     }
@@ -544,6 +559,7 @@ fn report(
     recorder: &Recorder,
     ctl: &RunControl,
     elapsed: Duration,
+    clock: RunClock,
 ) -> Report {
     let snapshot = recorder.snapshot();
     let thresholds =
@@ -556,6 +572,38 @@ fn report(
         interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
         thresholds,
         trend_stats: options.trend_stats.clone(),
+        clock: Some(clock),
+    }
+}
+
+/// Sleep until the wall clock reads `at`: tokio's timer to within 2 ms
+/// (its granularity is 1 ms), then the last stretch by reading the clock,
+/// so that shards on synchronised clocks start within a fraction of a
+/// millisecond of each other. A time already past starts at once, with a
+/// warning: the shard's skew in its summary says by how much.
+async fn wait_until(at: SystemTime, quiet: bool) {
+    const SPIN: Duration = Duration::from_millis(2);
+    match at.duration_since(SystemTime::now()) {
+        Err(late) => eprintln!(
+            "WARN --start-at {} was {} ago when the VUs were ready: starting now",
+            wload_units::rfc3339(at),
+            format::millis(late.duration().as_secs_f64() * 1e3)
+        ),
+        Ok(wait) => {
+            if !quiet {
+                eprintln!(
+                    "  waiting {} for --start-at {}",
+                    format::duration_short(Duration::from_secs(wait.as_secs())),
+                    wload_units::rfc3339(at)
+                );
+            }
+            if let Some(coarse) = wait.checked_sub(SPIN) {
+                tokio::time::sleep(coarse).await;
+            }
+            while SystemTime::now() < at {
+                std::hint::spin_loop();
+            }
+        }
     }
 }
 
