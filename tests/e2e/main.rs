@@ -6,6 +6,7 @@
 mod support;
 mod thresholds;
 
+mod distributed;
 mod errors;
 mod executors;
 mod hostile;
