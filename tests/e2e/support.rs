@@ -78,6 +78,7 @@ pub fn wload() -> Command {
         "WLOAD_DURATION",
         "WLOAD_ITERATIONS",
         "WLOAD_VU_MEMORY",
+        "WLOAD_START_AT",
     ] {
         cmd.env_remove(var);
     }

@@ -615,7 +615,8 @@ pub fn render(merged: &Merged) -> String {
         merged.intervals,
         merged.files,
         if merged.files == 1 { "" } else { "s" },
-        wload_units::format::duration_short(Duration::from_secs(report.elapsed.as_secs())),
+        // In ms: whole seconds showed a run shorter than one as "0s".
+        millis(report.elapsed.as_secs_f64() * 1e3),
     );
     out.push_str(&super::summary::render(report));
     // One series per two lines: tag sets are too long for a dotted column.
