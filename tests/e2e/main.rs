@@ -7,6 +7,7 @@ mod support;
 mod thresholds;
 
 mod control;
+mod distributed;
 mod egress;
 mod errors;
 mod executors;

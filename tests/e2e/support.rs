@@ -81,6 +81,7 @@ pub fn wload() -> Command {
         "WLOAD_MAX_RESPONSE_BODY_SIZE",
         "WLOAD_BLACKLIST_IPS",
         "WLOAD_BLOCK_HOSTNAMES",
+        "WLOAD_START_AT",
     ] {
         cmd.env_remove(var);
     }

@@ -18,10 +18,10 @@ use wasmtime::Store;
 use wload_http::{BodyPool, Client, ClientConfig, EgressPolicy};
 use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
-use wload_output::Report;
 use wload_output::live::Live;
 use wload_output::progress::{self, Display, ScenarioPlan, ScenarioProgress};
 use wload_output::stream::{OutSpec, Outputs};
+use wload_output::{Report, RunClock};
 use wload_units::format;
 
 use crate::WasmtimeResult;
@@ -161,6 +161,10 @@ pub struct RunOptions {
     /// Requests per second at most, whatever the options' `rps` says (a
     /// tenant's quota): the run goes at the lower of the two.
     pub rps_limit: Option<f64>,
+    /// `--start-at`: once setup has run and the VUs are ready, wait for
+    /// this wall-clock time before starting the clock, so that the shards
+    /// of a distributed run start together.
+    pub start_at: Option<SystemTime>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -181,6 +185,7 @@ impl std::fmt::Debug for RunOptions {
             .field("handle", &self.handle)
             .field("rps_limit", &self.rps_limit)
             .field("egress", &self.egress)
+            .field("start_at", &self.start_at)
             .finish_non_exhaustive()
     }
 }
@@ -263,6 +268,10 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     // k6's --paused: everything is ready, the clock has not started.
     ctl.wait_resumed().await;
 
+    if let Some(at) = opts.start_at {
+        wait_until(at, opts.quiet).await;
+    }
+    let started = SystemTime::now();
     let (elapsed, live) =
         drive(&opts, &options, prepared, outputs, &recorder, &ctl, max_vus).await?;
 
@@ -281,7 +290,14 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     if ctl.aborted.load(Ordering::Relaxed) {
         exit_code = exit::ABORTED;
     }
-    let report = report(&options, &recorder, &ctl, elapsed);
+    let clock = RunClock {
+        started,
+        metrics_zero: SystemTime::now()
+            .checked_sub(recorder.elapsed())
+            .unwrap_or(SystemTime::UNIX_EPOCH),
+        start_at: opts.start_at,
+    };
+    let report = report(&options, &recorder, &ctl, elapsed, clock);
     if report.thresholds.iter().any(|o| !o.verdict.ok) && exit_code == 0 {
         exit_code = exit::THRESHOLDS_FAILED;
     }
@@ -696,6 +712,7 @@ fn report(
     recorder: &Recorder,
     ctl: &RunControl,
     elapsed: Duration,
+    clock: RunClock,
 ) -> Report {
     let snapshot = recorder.snapshot();
     let thresholds =
@@ -708,6 +725,38 @@ fn report(
         interrupted: ctl.progress.interrupted.load(Ordering::Relaxed),
         thresholds,
         trend_stats: options.trend_stats.clone(),
+        clock: Some(clock),
+    }
+}
+
+/// Sleep until the wall clock reads `at`: tokio's timer to within 2 ms
+/// (its granularity is 1 ms), then the last stretch by reading the clock,
+/// so that shards on synchronised clocks start within a fraction of a
+/// millisecond of each other. A time already past starts at once, with a
+/// warning: the shard's skew in its summary says by how much.
+async fn wait_until(at: SystemTime, quiet: bool) {
+    const SPIN: Duration = Duration::from_millis(2);
+    match at.duration_since(SystemTime::now()) {
+        Err(late) => eprintln!(
+            "WARN --start-at {} was {} ago when the VUs were ready: starting now",
+            wload_units::rfc3339(at),
+            format::millis(late.duration().as_secs_f64() * 1e3)
+        ),
+        Ok(wait) => {
+            if !quiet {
+                eprintln!(
+                    "  waiting {} for --start-at {}",
+                    format::duration_short(Duration::from_secs(wait.as_secs())),
+                    wload_units::rfc3339(at)
+                );
+            }
+            if let Some(coarse) = wait.checked_sub(SPIN) {
+                tokio::time::sleep(coarse).await;
+            }
+            while SystemTime::now() < at {
+                std::hint::spin_loop();
+            }
+        }
     }
 }
 

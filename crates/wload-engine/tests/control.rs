@@ -48,6 +48,7 @@ fn hello(server: &TargetServer, options: Value, sleep_ms: u64) -> RunOptions {
         admit: None,
         handle: None,
         rps_limit: None,
+        start_at: None,
         egress: None,
     }
 }

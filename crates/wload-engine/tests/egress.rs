@@ -92,6 +92,7 @@ async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTree
         admit: None,
         handle: None,
         rps_limit: None,
+        start_at: None,
     };
     let outcome = run(opts).await.expect("the run completes");
     let mut codes = BTreeMap::new();

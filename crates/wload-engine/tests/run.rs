@@ -41,6 +41,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         admit: None,
         handle: None,
         rps_limit: None,
+        start_at: None,
     };
     let Err(error) = run(opts).await else {
         panic!("the run should end at its failing setup")

@@ -91,7 +91,11 @@ impl TrendSink {
     /// A trend rebuilt from a histogram of scaled values alone (an
     /// `--out hdr` log): count, sum, min and max come from the histogram,
     /// so they are exact to its precision rather than exact.
-    pub fn from_histogram(hist: Histogram<u64>, is_time: bool) -> TrendSink {
+    pub fn from_histogram(mut hist: Histogram<u64>, is_time: bool) -> TrendSink {
+        // A deserialized histogram has a fixed range: without this,
+        // merging a wider one into it (another shard's) failed, and
+        // `merge` lost that histogram's values.
+        hist.auto(true);
         let scale = if is_time { TIME_SCALE } else { PLAIN_SCALE };
         let count = hist.len();
         let (sum, min, max) = if count == 0 {

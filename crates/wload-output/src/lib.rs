@@ -2,17 +2,20 @@
 //! (`--summary-export`), both built from a [`Report`]: the merged metrics
 //! of a run and what the run knows about itself; during the run, the
 //! per-interval streaming outputs (`--out`) and the progress display, fed
-//! by the aggregation thread ([`live`]); and `wload merge` of hdr logs.
+//! by the aggregation thread ([`live`]); the shard summary (`--shard-summary`,
+//! [`shard`]) that keeps all of a run's result; and `wload merge` of shard
+//! summaries or hdr logs.
 
 pub mod export;
 pub mod groups;
 pub mod live;
 pub mod merge;
 pub mod progress;
+pub mod shard;
 pub mod stream;
 pub mod summary;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use wload_metrics::threshold;
 use wload_metrics::{MetricDef, Sink, Snapshot};
@@ -31,6 +34,23 @@ pub struct Report {
     pub thresholds: Vec<threshold::Outcome>,
     /// Trend statistics to show and export.
     pub trend_stats: Vec<String>,
+    /// When the run happened on the wall clock: what a shard summary
+    /// needs to line its figures up with other shards'. `None` for a
+    /// merge of hdr logs, which do not say.
+    pub clock: Option<RunClock>,
+}
+
+/// A run's place on the wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunClock {
+    /// When the run's clock started: VUs ready, the first iteration free
+    /// to begin. `elapsed` counts from here.
+    pub started: SystemTime,
+    /// The wall-clock time of the metrics recorder's zero: gauges order
+    /// their values by nanoseconds since then.
+    pub metrics_zero: SystemTime,
+    /// `--start-at`: when the run was asked to start, if it was.
+    pub start_at: Option<SystemTime>,
 }
 
 /// One check's totals.

@@ -149,6 +149,7 @@ async fn run(dir: &Path) -> Result<u8> {
         admit: Some(admit),
         handle: Some(handle.clone()),
         rps_limit: job.rps_limit,
+        start_at: None,
         egress: Some(job.egress.clone()),
     };
     tokio::spawn(follow_commands(handle));

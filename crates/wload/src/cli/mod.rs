@@ -23,7 +23,7 @@ use wload_engine::run::{self, ExitError, RunOptions, TestSource, exit};
 use wload_engine::sandbox::{EPOCH_TICK, Sandbox, SandboxLimits};
 use wload_http::{ClientConfig, TlsOptions};
 use wload_output::stream::OutSpec;
-use wload_output::{export, merge, summary};
+use wload_output::{export, merge, shard, summary};
 use wload_target::TargetServer;
 use wload_units::parse_duration;
 
@@ -93,18 +93,23 @@ enum Command {
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
     },
-    /// Merge the `--out hdr=FILE` interval logs of several runs or machines
-    /// into one summary per trend metric and tag set (exact: histograms
-    /// add without loss).
+    /// Merge the results of the shards of a distributed run
+    /// (`--shard-summary FILE`, with `--execution-segment`) into the one
+    /// summary a single process would print, thresholds evaluated on the
+    /// merged data (exit code 99 when one fails); or merge `--out
+    /// hdr=FILE` interval logs into one summary per trend metric and tag
+    /// set. Both are exact: histograms add without loss.
     Merge {
-        /// The interval logs.
+        /// The shard summaries, or the interval logs.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Also write the merged summary as JSON (the layout of `wload run
-        /// --summary-export`, plus one entry per tag set).
+        /// Also write the merged summary as JSON: the layout of `wload run
+        /// --summary-export` (for interval logs, plus one entry per tag
+        /// set).
         #[arg(long, value_name = "FILE")]
         summary_export: Option<PathBuf>,
-        /// Statistics per trend (default count,avg,min,med,max,p(90),p(95),p(99)).
+        /// Statistics per trend (default: the shards' summaryTrendStats;
+        /// for interval logs count,avg,min,med,max,p(90),p(95),p(99)).
         #[arg(long, value_name = "LIST", value_delimiter = ',')]
         summary_trend_stats: Vec<String>,
     },
@@ -178,6 +183,18 @@ struct LoadArgs {
     /// Write the end-of-test summary as JSON (k6's --summary-export layout).
     #[arg(long, value_name = "FILE")]
     summary_export: Option<PathBuf>,
+    /// Write the run's complete result (every metric's figures with their
+    /// histograms, thresholds, start time), for `wload merge` of the
+    /// shards of a distributed run into one exact summary.
+    #[arg(long, value_name = "FILE")]
+    shard_summary: Option<PathBuf>,
+    /// Start the load at this wall-clock time, once setup has run and the
+    /// VUs are ready, so that the shards of a distributed run begin
+    /// together: RFC 3339 (2026-12-01T14:30:00Z) or unix seconds.
+    /// [env: WLOAD_START_AT]
+    // Checked with the other flags (exit code 104), not by clap.
+    #[arg(long, value_name = "TIME", env = "WLOAD_START_AT")]
+    start_at: Option<String>,
     /// Trend statistics in the summary, e.g. avg,med,p(99),p(99.9),count
     /// [k6: summaryTrendStats]
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -485,6 +502,16 @@ impl LoadArgs {
             )),
         );
         let dns_ttl = duration_flag(&mut problems, "dns-ttl", &self.http.dns_ttl, None);
+        let start_at = self
+            .start_at
+            .as_deref()
+            .and_then(|t| match wload_units::parse_instant(t) {
+                Ok(at) => Some(at),
+                Err(e) => {
+                    problems.push(format!("--start-at: {e}"));
+                    None
+                }
+            });
         let env_options = config::env_layer(std::env::vars()).unwrap_or_else(|errors| {
             problems.extend(errors);
             Map::new()
@@ -518,6 +545,7 @@ impl LoadArgs {
             admit: None,
             handle: None,
             rps_limit: None,
+            start_at,
         })
     }
 }
@@ -642,26 +670,35 @@ pub async fn main() -> Result<u8> {
             summary_trend_stats,
         } => {
             let stats = if summary_trend_stats.is_empty() {
-                merge::default_stats()
+                None
             } else {
-                wload_output::parse_trend_stats(&summary_trend_stats).map_err(|e| ExitError {
-                    code: exit::INVALID_CONFIG,
-                    message: format!("invalid --summary-trend-stats: {e}"),
-                })?
+                Some(
+                    wload_output::parse_trend_stats(&summary_trend_stats).map_err(|e| {
+                        ExitError {
+                            code: exit::INVALID_CONFIG,
+                            message: format!("invalid --summary-trend-stats: {e}"),
+                        }
+                    })?,
+                )
             };
-            let merged = merge::merge(&files, stats)?;
-            let text = merge::render(&merged);
+            let (text, json, code) = match merge::merge_files(&files, stats)? {
+                merge::Input::Logs(merged) => (merge::render(&merged), merge::to_json(&merged), 0),
+                merge::Input::Shards(merged) => (
+                    merge::render_shards(&merged),
+                    export::to_json(&merged.report),
+                    merged.exit_code,
+                ),
+            };
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(text.as_bytes());
             let _ = out.flush();
             if let Some(path) = &summary_export {
-                let json = merge::to_json(&merged);
                 let text =
                     serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
                 std::fs::write(path, text)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
-            Ok(0)
+            Ok(code)
         }
         Command::Compile { test, output } => {
             compile(&test, &output)?;
@@ -675,18 +712,44 @@ async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     // Opened before the run, so that an unwritable path is found before
     // any load; written only once the summary exists.
     let export = match &load.summary_export {
-        Some(path) => Some(ExportFile::open(path)?),
+        Some(path) => Some(ExportFile::open(path, "--summary-export")?),
         None => None,
+    };
+    let shard_file = match &load.shard_summary {
+        Some(path) => Some(ExportFile::open(path, "--shard-summary")?),
+        None => None,
+    };
+    let seg = opts.segment;
+    let shard_meta = shard::ShardMeta {
+        test: opts.test.name(),
+        part: shard::Part {
+            from: (seg.from.num, seg.from.den),
+            to: (seg.to.num, seg.to.den),
+        },
+        exit_code: 0,
     };
     let outcome = match run::run(opts).await {
         Ok(outcome) => outcome,
         Err(e) => {
-            if let Some(export) = export {
-                export.abandon();
+            for file in [export, shard_file].into_iter().flatten() {
+                file.abandon();
             }
             return Err(e);
         }
     };
+    if let Some(file) = shard_file {
+        let meta = shard::ShardMeta {
+            exit_code: outcome.exit_code,
+            ..shard_meta
+        };
+        let written = shard::to_json(&outcome.report, &meta).and_then(|json| file.write(&json));
+        match written {
+            Ok(path) if !quiet => eprintln!("shard summary written to {}", path.display()),
+            Ok(_) => {}
+            Err(e) if outcome.exit_code != 0 => eprintln!("ERROR {e:#}"),
+            Err(e) => return Err(e),
+        }
+    }
     if !load.no_summary {
         let text = summary::render(&outcome.report);
         let mut out = std::io::stdout().lock();
@@ -707,7 +770,7 @@ async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     Ok(outcome.exit_code)
 }
 
-/// The `--summary-export` file, opened before the run.
+/// A `--summary-export` or `--shard-summary` file, opened before the run.
 struct ExportFile {
     path: PathBuf,
     file: std::fs::File,
@@ -717,7 +780,7 @@ struct ExportFile {
 }
 
 impl ExportFile {
-    fn open(path: &std::path::Path) -> Result<ExportFile> {
+    fn open(path: &std::path::Path, flag: &str) -> Result<ExportFile> {
         let created = !path.exists();
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -726,7 +789,7 @@ impl ExportFile {
             .open(path)
             .with_context(|| {
                 format!(
-                    "cannot write the --summary-export file {} (checked before the run)",
+                    "cannot write the {flag} file {} (checked before the run)",
                     path.display()
                 )
             })?;
@@ -844,6 +907,31 @@ mod tests {
         assert_eq!(opts.cli_options["duration"], "1e20");
         assert_eq!(opts.limits.guest_timeout, Duration::from_millis(10));
         assert_eq!(opts.http.dns_ttl, Duration::ZERO);
+    }
+
+    #[test]
+    fn start_at_is_read_as_an_instant_and_refused_with_the_other_flags() {
+        let load = |args: &[&str]| {
+            let cli = Cli::try_parse_from(["wload", "run", "t.wasm"].iter().chain(args)).unwrap();
+            let Command::Run { load, .. } = cli.command else {
+                unreachable!()
+            };
+            load.options(TestSource::File("t.wasm".into()), &[])
+        };
+        let opts = load(&["--start-at", "2026-12-01T15:30:00+01:00"]).unwrap();
+        assert_eq!(
+            opts.start_at,
+            Some(std::time::UNIX_EPOCH + Duration::from_secs(1_796_135_400))
+        );
+        let err = load(&["--start-at", "soon", "--http-timeout", "0s"]).unwrap_err();
+        let exit = err.downcast_ref::<ExitError>().unwrap();
+        assert_eq!(exit.code, exit::INVALID_CONFIG);
+        assert!(
+            exit.message.contains("--start-at: invalid time \"soon\"")
+                && exit.message.contains("--http-timeout"),
+            "{}",
+            exit.message
+        );
     }
 
     #[test]
