@@ -13,15 +13,26 @@ use serde_json::Value;
 use crate::support::repo_root;
 
 /// Each crate of the workspace and the wload crates it may depend on.
-const ALLOWED: [(&str, &[&str]); 7] = [
+const ALLOWED: [(&str, &[&str]); 8] = [
     (
         "wload",
         &[
+            "wload-server",
             "wload-engine",
             "wload-output",
             "wload-http",
             "wload-units",
             "wload-target",
+        ],
+    ),
+    (
+        "wload-server",
+        &[
+            "wload-engine",
+            "wload-output",
+            "wload-metrics",
+            "wload-http",
+            "wload-units",
         ],
     ),
     (

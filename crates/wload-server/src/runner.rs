@@ -31,6 +31,10 @@ use crate::store::{RunState, Store};
 /// How long a worker may take from its start to a planned run: loading
 /// the (already compiled) test and asking it for its options.
 const PLAN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Wall time a run may take beyond its `durationPerRun` quota: setup's and
+/// teardown's timeouts (60 s each by default) and a margin. Past it the
+/// run is stopped at once (a run paused for ever ends here too).
+const WALL_MARGIN: Duration = Duration::from_secs(150);
 /// How long a compile at upload may take.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -260,9 +264,29 @@ impl Runner {
         ));
         let this = self.clone();
         let id = id.to_owned();
+        let wall_limit = Duration::from_secs(job.max_duration_secs) + WALL_MARGIN;
         tokio::spawn(async move {
             let started = Instant::now();
-            let exit = child.wait().await;
+            let mut overran = false;
+            let exit = tokio::select! {
+                exit = child.wait() => exit,
+                _ = tokio::time::sleep(wall_limit) => {
+                    // Paused time, setup and teardown are not in the
+                    // plan's duration: the wall clock bounds them all.
+                    overran = true;
+                    if let Some(run) = this.live(&id) {
+                        run.stop();
+                        run.stop();
+                    }
+                    match tokio::time::timeout(Duration::from_secs(15), child.wait()).await {
+                        Ok(exit) => exit,
+                        Err(_) => {
+                            let _ = child.start_kill();
+                            child.wait().await
+                        }
+                    }
+                }
+            };
             let _ = events_ended.await;
             let wall = started.elapsed();
             let stops = stop_requested.lock().map(|n| *n).unwrap_or(0);
@@ -274,8 +298,16 @@ impl Runner {
                         Some(0) | Some(99) => RunState::Finished,
                         _ => RunState::Failed,
                     };
-                    let message =
-                        (state == RunState::Failed).then(|| console_tail(&files.console()));
+                    let message = if overran {
+                        Some(format!(
+                            "stopped by the service: the run went on for {}, past its \
+                             durationPerRun quota and {} for setup, teardown and pauses",
+                            wload_units::format::duration_short(wall_limit),
+                            wload_units::format::duration_short(WALL_MARGIN)
+                        ))
+                    } else {
+                        (state == RunState::Failed).then(|| console_tail(&files.console()))
+                    };
                     (state, code, message)
                 }
                 Err(e) => (

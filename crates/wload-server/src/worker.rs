@@ -213,6 +213,12 @@ async fn follow_commands(handle: RunHandle) {
 const SETTLE: Duration = Duration::from_secs(1);
 
 async fn apply(handle: &RunHandle, patch: &StatusPatch) -> Result<(), String> {
+    // The service hears "planned" from the admission, just before the
+    // engine attaches the handle: a change sent at once waits for it.
+    let asked = std::time::Instant::now();
+    while !handle.is_attached() && asked.elapsed() < SETTLE {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     if let Some(paused) = patch.paused {
         handle.set_paused(paused)?;
     }

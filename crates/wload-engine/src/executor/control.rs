@@ -292,6 +292,12 @@ impl RunHandle {
         }
     }
 
+    /// Whether the run has attached itself (pausing and scaling work
+    /// from then on).
+    pub fn is_attached(&self) -> bool {
+        self.lock().run.is_some()
+    }
+
     /// Stop the run: the first call stops it gracefully (no new
     /// iterations; running ones finish within the longest gracefulStop,
     /// then teardown and the summary), a second one at once, as Ctrl-C
