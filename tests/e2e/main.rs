@@ -6,6 +6,7 @@
 mod support;
 mod thresholds;
 
+mod api_schema;
 mod control;
 mod distributed;
 mod egress;

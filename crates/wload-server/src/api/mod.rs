@@ -36,6 +36,36 @@ use reply::Reply;
 /// The OpenAPI 3 document of this API.
 pub const OPENAPI: &str = include_str!("../../openapi.json");
 
+/// Every route the router below and the resource modules answer, as
+/// `(method, path template)`: the unit test holds `openapi.json` to this
+/// list both ways, so a route cannot be added or dropped on one side only.
+/// Change it with the `match` arms of `handle` and of each module's
+/// `route`.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/healthz"),
+    ("GET", "/openapi.json"),
+    ("GET", "/v1/tenants"),
+    ("POST", "/v1/tenants"),
+    ("GET", "/v1/tenants/{id}"),
+    ("PATCH", "/v1/tenants/{id}"),
+    ("POST", "/v1/tenants/{id}/tokens"),
+    ("GET", "/v1/tests"),
+    ("POST", "/v1/tests"),
+    ("GET", "/v1/tests/{id}"),
+    ("DELETE", "/v1/tests/{id}"),
+    ("GET", "/v1/runs"),
+    ("POST", "/v1/runs"),
+    ("GET", "/v1/runs/{id}"),
+    ("GET", "/v1/runs/{id}/status"),
+    ("PATCH", "/v1/runs/{id}/status"),
+    ("GET", "/v1/runs/{id}/events"),
+    ("GET", "/v1/runs/{id}/summary"),
+    ("GET", "/v1/runs/{id}/summary.txt"),
+    ("GET", "/v1/runs/{id}/hdr"),
+    ("GET", "/v1/runs/{id}/intervals"),
+    ("GET", "/v1/runs/{id}/console"),
+];
+
 /// How `wload serve` was started.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -245,4 +275,44 @@ pub fn query_param(query: &str, key: &str) -> Option<String> {
                 .into_owned()
         })
     })
+}
+
+#[cfg(test)]
+mod route_tests {
+    use std::collections::BTreeSet;
+
+    /// `(METHOD, path)` of every operation of `openapi.json`.
+    fn documented() -> BTreeSet<(String, String)> {
+        let doc: serde_json::Value = serde_json::from_str(super::OPENAPI).expect("openapi.json");
+        let mut found = BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().expect("paths") {
+            for method in item.as_object().expect("path item").keys() {
+                if [
+                    "get", "put", "post", "delete", "patch", "head", "options", "trace",
+                ]
+                .contains(&method.as_str())
+                {
+                    found.insert((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn openapi_documents_every_route_and_no_other() {
+        let routed: BTreeSet<(String, String)> = super::ROUTES
+            .iter()
+            .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+            .collect();
+        assert_eq!(routed.len(), super::ROUTES.len(), "a route is listed twice");
+        let documented = documented();
+        let undocumented: Vec<_> = routed.difference(&documented).collect();
+        let unrouted: Vec<_> = documented.difference(&routed).collect();
+        assert!(
+            undocumented.is_empty() && unrouted.is_empty(),
+            "routed but not in openapi.json: {undocumented:?}; in openapi.json but not routed: \
+             {unrouted:?}"
+        );
+    }
 }
