@@ -113,7 +113,7 @@ fn the_api_answers_as_its_openapi_document_says() {
     });
     let allow = json!({ "allow": [base.trim_start_matches("http://")] });
     let (tenant, token) = service.tenant("schema", quotas, allow);
-    let (other, _) = service.tenant("schema-admin", json!({}), json!({}));
+    let (other, _) = service.tenant("schema-admin", json!({}), json!({"allow": []}));
     // Ids that exist, so that generated requests reach the handlers, not
     // only their 404: a test to run and read, one to delete, a finished
     // run with its files, and a run waiting paused for a status change.

@@ -1093,3 +1093,33 @@ fn a_run_is_paused_resumed_scaled_and_stopped_as_with_k6s_status_api() {
     let ended = service.wait_run(&token, &id, Duration::from_secs(60));
     assert_eq!(ended["status"], "stopped", "{ended}");
 }
+
+#[test]
+fn a_tenant_policy_without_an_allowlist_is_refused() {
+    let service = Service::start("egress-required");
+    for egress in [r#"{}"#, r#"{"allow": null}"#] {
+        let body = format!(r#"{{"name": "open", "egress": {egress}}}"#);
+        let (status, v) = service.call(
+            "POST",
+            "/v1/tenants",
+            Some(&service.admin),
+            Some(body.as_bytes()),
+        );
+        assert_eq!(status, 400, "{egress}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("egress.allow"),
+            "{v}"
+        );
+    }
+    let (id, _) = service.tenant("closed", json!({}), json!({"allow": ["*"]}));
+    let (status, v) = service.call(
+        "PATCH",
+        &format!("/v1/tenants/{id}"),
+        Some(&service.admin),
+        Some(br#"{"egress": {"blockHostnames": ["*.internal"]}}"#),
+    );
+    assert_eq!(status, 400, "{v}");
+}

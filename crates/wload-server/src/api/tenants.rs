@@ -77,6 +77,22 @@ pub async fn route(
     }
 }
 
+/// Problems with a tenant's egress policy. A tenant's policy must list
+/// its targets: an absent allowlist would open every public address, a
+/// choice an admin makes by writing `"allow": ["*"]`, never by leaving a
+/// field out.
+fn egress_problems(egress: &EgressPolicy) -> Vec<String> {
+    match egress.allow {
+        Some(_) => Vec::new(),
+        None => vec![
+            "egress.allow is needed: list the targets the tenant may reach (\"*\" for every \
+             public address; loopback, private and the other special ranges stay denied unless \
+             an address or CIDR rule names them)"
+                .to_owned(),
+        ],
+    }
+}
+
 fn invalid(problems: Vec<String>) -> Reply {
     reply::error_with(
         StatusCode::BAD_REQUEST,
@@ -97,7 +113,8 @@ fn create(service: &Arc<Service>, new: NewTenant) -> Reply {
     let egress = new
         .egress
         .unwrap_or_else(|| EgressPolicy::tenant(Some(Vec::new())));
-    let found = new.quotas.validate();
+    let mut found = new.quotas.validate();
+    found.extend(egress_problems(&egress));
     if !found.is_empty() {
         return invalid(found);
     }
@@ -145,7 +162,8 @@ fn update(service: &Arc<Service>, id: &str, patch: TenantPatch) -> Reply {
     if let Some(e) = patch.egress {
         tenant.egress = e;
     }
-    let found = tenant.quotas.validate();
+    let mut found = tenant.quotas.validate();
+    found.extend(egress_problems(&tenant.egress));
     if !found.is_empty() {
         return invalid(found);
     }
