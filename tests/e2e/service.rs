@@ -44,6 +44,11 @@ impl Service {
 
     /// Start a service on `data` (kept from a previous service).
     pub fn start_on(data: PathBuf) -> Service {
+        Service::start_with(data, &[])
+    }
+
+    /// Start a service on `data` with more flags.
+    pub fn start_with(data: PathBuf, flags: &[&str]) -> Service {
         let admin = "admin-secret-for-tests".to_owned();
         let token_file = data.join("admin-token");
         std::fs::write(&token_file, format!("{admin}\n")).expect("write the admin token");
@@ -55,6 +60,7 @@ impl Service {
             .arg(data.join("state"))
             .arg("--admin-token-file")
             .arg(&token_file)
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start wload serve");
@@ -1122,4 +1128,42 @@ fn a_tenant_policy_without_an_allowlist_is_refused() {
         Some(br#"{"egress": {"blockHostnames": ["*.internal"]}}"#),
     );
     assert_eq!(status, 400, "{v}");
+}
+
+#[test]
+fn a_run_paused_for_ever_is_stopped_past_its_wall_time() {
+    let target = server();
+    let service = Service::start_with(scratch("service-wall"), &["--run-wall-margin", "2s"]);
+    let (_, token) = service.tenant(
+        "w",
+        json!({"durationPerRun": 2}),
+        allow(port_of(&target.base_url())),
+    );
+    let hello = service.upload(&token, &guest("hello"));
+    let body = json!({"test": hello, "paused": true, "env": {"BASE_URL": target.base_url()},
+        "options": {"scenarios": {"s": {"executor": "constant-vus", "vus": 1, "duration": "1s", "gracefulStop": "1s"}}}});
+    let (status, run) = service.call(
+        "POST",
+        "/v1/runs",
+        Some(&token),
+        Some(body.to_string().as_bytes()),
+    );
+    assert_eq!(status, 201, "{run}");
+    let started = Instant::now();
+    let ended = service.wait_run(&token, run["id"].as_str().unwrap(), Duration::from_secs(60));
+    assert_eq!(ended["status"], "stopped", "{ended}");
+    assert!(
+        ended["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("stopped by the service"),
+        "{ended}"
+    );
+    // 2 s of quota and 2 s of margin, then a stop.
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(target.stats.requests(), 0, "a paused run sent requests");
 }

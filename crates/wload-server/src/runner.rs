@@ -31,10 +31,11 @@ use crate::store::{RunState, Store};
 /// How long a worker may take from its start to a planned run: loading
 /// the (already compiled) test and asking it for its options.
 const PLAN_TIMEOUT: Duration = Duration::from_secs(60);
-/// Wall time a run may take beyond its `durationPerRun` quota: setup's and
-/// teardown's timeouts (60 s each by default) and a margin. Past it the
-/// run is stopped at once (a run paused for ever ends here too).
-const WALL_MARGIN: Duration = Duration::from_secs(150);
+/// Wall time a run may take beyond its `durationPerRun` quota, unless
+/// `wload serve --run-wall-margin` says otherwise: setup's and teardown's
+/// timeouts (60 s each by default) and a margin. Past it the run is
+/// stopped at once (a run paused for ever ends here too).
+pub const DEFAULT_WALL_MARGIN: Duration = Duration::from_secs(150);
 /// How long a compile at upload may take.
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -121,6 +122,8 @@ impl LiveRun {
 pub struct Runner {
     store: Arc<Store>,
     exe: PathBuf,
+    /// See [`DEFAULT_WALL_MARGIN`].
+    wall_margin: Duration,
     runs_dir: PathBuf,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
     /// Runs admitted under `concurrentRuns` that are still starting.
@@ -147,10 +150,11 @@ impl Drop for Slot {
 
 impl Runner {
     /// `exe` is the `wload` binary that has the `worker` command.
-    pub fn new(store: Arc<Store>, exe: PathBuf, data: &Path) -> Runner {
+    pub fn new(store: Arc<Store>, exe: PathBuf, data: &Path, wall_margin: Duration) -> Runner {
         Runner {
             store,
             exe,
+            wall_margin,
             runs_dir: data.join("runs"),
             live: Mutex::new(HashMap::new()),
             reserved: Arc::new(Mutex::new(HashMap::new())),
@@ -264,7 +268,8 @@ impl Runner {
         ));
         let this = self.clone();
         let id = id.to_owned();
-        let wall_limit = Duration::from_secs(job.max_duration_secs) + WALL_MARGIN;
+        let margin = self.wall_margin;
+        let wall_limit = Duration::from_secs(job.max_duration_secs) + margin;
         tokio::spawn(async move {
             let started = Instant::now();
             let mut overran = false;
@@ -303,7 +308,7 @@ impl Runner {
                             "stopped by the service: the run went on for {}, past its \
                              durationPerRun quota and {} for setup, teardown and pauses",
                             wload_units::format::duration_short(wall_limit),
-                            wload_units::format::duration_short(WALL_MARGIN)
+                            wload_units::format::duration_short(margin)
                         ))
                     } else {
                         (state == RunState::Failed).then(|| console_tail(&files.console()))

@@ -78,6 +78,8 @@ pub struct ServeConfig {
     pub exe: PathBuf,
     /// Largest test accepted, in bytes.
     pub max_upload: u64,
+    /// Wall time a run may take past its durationPerRun quota.
+    pub wall_margin: Duration,
 }
 
 /// Everything a handler reaches.
@@ -113,7 +115,12 @@ pub async fn serve(config: ServeConfig) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let addr = listener.local_addr()?;
-    let runner = Arc::new(Runner::new(store.clone(), config.exe.clone(), &config.data));
+    let runner = Arc::new(Runner::new(
+        store.clone(),
+        config.exe.clone(),
+        &config.data,
+        config.wall_margin,
+    ));
     let service = Arc::new(Service {
         admin_hash: config.admin_token.as_deref().map(auth::hash),
         config,

@@ -76,6 +76,10 @@ enum Command {
         /// Largest test accepted, e.g. 128MiB.
         #[arg(long, default_value = "128MiB", value_parser = parse_size)]
         max_upload: u64,
+        /// Wall time a run may take past its tenant's durationPerRun (for
+        /// setup, teardown and pauses); then it is stopped.
+        #[arg(long, default_value = "150s", value_parser = parse_duration)]
+        run_wall_margin: Duration,
     },
     /// One run (or compile) of `wload serve`, started by the service.
     #[command(hide = true)]
@@ -589,6 +593,7 @@ pub async fn main() -> Result<u8> {
             data,
             admin_token_file,
             max_upload,
+            run_wall_margin,
         } => {
             let admin_token = match admin_token_file {
                 Some(path) => Some(
@@ -607,6 +612,7 @@ pub async fn main() -> Result<u8> {
                 admin_token,
                 exe,
                 max_upload,
+                wall_margin: run_wall_margin,
             })
             .await?;
             Ok(0)
