@@ -231,6 +231,16 @@ impl Service {
         v
     }
 
+    /// `PATCH /v1/runs/ID/status` with a JSON body.
+    pub fn patch_status(&self, token: &str, id: &str, body: &[u8]) -> (u16, Value) {
+        self.call(
+            "PATCH",
+            &format!("/v1/runs/{id}/status"),
+            Some(token),
+            Some(body),
+        )
+    }
+
     /// PIDs of the service's worker processes now.
     pub fn workers(&self) -> Vec<u32> {
         children(self.pid())
@@ -617,12 +627,7 @@ fn the_api_keeps_tenants_apart_and_refuses_what_is_not_a_component() {
         let (status, v) = service.call("GET", &path, Some(&b), None);
         assert_eq!(status, 404, "{path}: {v}");
     }
-    let (status, _) = service.call(
-        "PATCH",
-        &format!("/v1/runs/{run_id}/status"),
-        Some(&b),
-        Some(br#"{"stopped": true}"#),
-    );
+    let (status, _) = service.patch_status(&b, &run_id, br#"{"stopped": true}"#);
     assert_eq!(status, 404);
     let (status, _) = service.call("DELETE", &format!("/v1/tests/{test}"), Some(&b), None);
     assert_eq!(status, 404);
@@ -732,12 +737,7 @@ fn quotas_refuse_a_run_before_its_first_request_and_bound_it_while_it_goes() {
     let first_id = first["id"].as_str().unwrap().to_owned();
     let (status, limit, _) = refused(&service, &token, &hello, json!({"vus": 1, "iterations": 1}));
     assert_eq!((status, limit.as_str()), (429, "concurrentRuns"));
-    let (status, stopped) = service.call(
-        "PATCH",
-        &format!("/v1/runs/{first_id}/status"),
-        Some(&token),
-        Some(br#"{"stopped": true}"#),
-    );
+    let (status, stopped) = service.patch_status(&token, &first_id, br#"{"stopped": true}"#);
     assert_eq!(status, 200, "{stopped}");
     let ended = service.wait_run(&token, &first_id, Duration::from_secs(60));
     assert_eq!(ended["status"], "stopped", "{ended}");
@@ -1020,14 +1020,7 @@ fn a_run_is_paused_resumed_scaled_and_stopped_as_with_k6s_status_api() {
     );
     assert_eq!(status, 201, "{run}");
     let id = run["id"].as_str().unwrap().to_owned();
-    let patch = |body: &str| {
-        service.call(
-            "PATCH",
-            &format!("/v1/runs/{id}/status"),
-            Some(&token),
-            Some(body.as_bytes()),
-        )
-    };
+    let patch = |body: &str| service.patch_status(&token, &id, body.as_bytes());
     let (status, s) = patch(r#"{"vus": 3}"#);
     assert_eq!((status, s["vus"].as_u64()), (200, Some(3)), "{s}");
     let (_, s) = service.call("GET", &format!("/v1/runs/{id}/status"), Some(&token), None);
@@ -1076,12 +1069,7 @@ fn a_run_is_paused_resumed_scaled_and_stopped_as_with_k6s_status_api() {
     );
     assert_eq!(status, 201, "{run}");
     let id = run["id"].as_str().unwrap().to_owned();
-    let (status, s) = service.call(
-        "PATCH",
-        &format!("/v1/runs/{id}/status"),
-        Some(&token),
-        Some(br#"{"paused": true}"#),
-    );
+    let (status, s) = service.patch_status(&token, &id, br#"{"paused": true}"#);
     assert_eq!(status, 422, "{s}");
     assert!(
         s["error"]["message"]
@@ -1090,12 +1078,7 @@ fn a_run_is_paused_resumed_scaled_and_stopped_as_with_k6s_status_api() {
             .contains("pause"),
         "{s}"
     );
-    service.call(
-        "PATCH",
-        &format!("/v1/runs/{id}/status"),
-        Some(&token),
-        Some(br#"{"stopped": true}"#),
-    );
+    service.patch_status(&token, &id, br#"{"stopped": true}"#);
     let ended = service.wait_run(&token, &id, Duration::from_secs(60));
     assert_eq!(ended["status"], "stopped", "{ended}");
 }

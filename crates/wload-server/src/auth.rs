@@ -39,12 +39,12 @@ pub fn new_id(prefix: &str) -> Result<String> {
     let mut bytes = [0u8; 12];
     getrandom::fill(&mut bytes)
         .map_err(|e| anyhow!("cannot read random bytes from the OS: {e}"))?;
-    let mut id = String::with_capacity(prefix.len() + 24);
-    id.push_str(prefix);
-    for b in bytes {
-        id.push_str(&format!("{b:02x}"));
-    }
-    Ok(id)
+    Ok(format!("{prefix}{}", hex(&bytes)))
+}
+
+/// Bytes as lowercase hex (ids, test digests).
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The bearer token of an `Authorization` header value.

@@ -116,23 +116,11 @@ mod tests {
         section.extend_from_slice(name);
         section.extend_from_slice(&payload);
         module.push(0);
-        leb128(&mut module, section.len());
+        super::super::wasip1::leb(&mut module, section.len() as u32);
         module.extend_from_slice(&section);
         assert!(super::has_component_metadata(&module));
         // Metadata but no exports: refused with a reason, not a panic.
         let err = super::to_component(&module).unwrap_err();
         assert!(format!("{err:#}").contains("canonical ABI"), "{err:#}");
-    }
-
-    fn leb128(out: &mut Vec<u8>, mut n: usize) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
     }
 }

@@ -270,7 +270,8 @@ fn section(out: &mut Vec<u8>, id: u8, count: u32, items: &[u8], extra: &[u8]) {
     out.extend_from_slice(&body);
 }
 
-fn leb(out: &mut Vec<u8>, mut n: u32) {
+/// Append `n` as unsigned LEB128 (the encoding of wasm's sizes and counts).
+pub(super) fn leb(out: &mut Vec<u8>, mut n: u32) {
     loop {
         let byte = (n & 0x7f) as u8;
         n >>= 7;

@@ -99,7 +99,7 @@ async fn upload(service: &Arc<Service>, tenant: &Tenant, name: &str, bytes: &[u8
             return unsupported("this is not WebAssembly: upload the test's .wasm component");
         }
     }
-    let digest = hex(&Sha256::digest(bytes));
+    let digest = crate::auth::hex(&Sha256::digest(bytes));
     let path = test_path(service, &digest);
     let fresh = !path.exists();
     if fresh {
@@ -141,8 +141,4 @@ async fn upload(service: &Arc<Service>, tenant: &Tenant, name: &str, bytes: &[u8
         },
         Err(e) => reply::internal(&e),
     }
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
