@@ -8,6 +8,7 @@ mod thresholds;
 
 mod api_schema;
 mod control;
+mod deploy;
 mod distributed;
 mod egress;
 mod errors;

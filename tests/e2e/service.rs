@@ -314,7 +314,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`).
-fn http(
+pub fn http(
     addr: &str,
     method: &str,
     path: &str,

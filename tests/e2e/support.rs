@@ -192,3 +192,110 @@ pub fn run_ok(name: &str, guest_name: &str, args: &str) -> (TargetServer, Finish
     assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
     (server, run)
 }
+
+/// Make sure Debian's `packages` are installed (the suite's real servers
+/// and browser: Prometheus, InfluxDB, Chromium, a registry), installing
+/// the missing ones with `apt-get update` then `apt-get install`. Once per
+/// test process and one at a time: apt holds a lock, and tests run in
+/// parallel threads.
+pub fn debian_packages(packages: &[&str]) {
+    static APT: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut updated = APT.lock().unwrap_or_else(|e| e.into_inner());
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| {
+            let out = Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output();
+            !matches!(out, Ok(o) if String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let apt = |args: &[&str]| {
+        let out = Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .expect("run apt-get (the suite installs its real servers from Debian's packages)");
+        assert!(
+            out.status.success(),
+            "apt-get {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    if !*updated {
+        apt(&["update", "-q"]);
+        *updated = true;
+    }
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(&missing);
+    apt(&args);
+}
+
+/// A loopback port that was free a moment ago, for servers that cannot
+/// be told to bind port 0 and say which port they got (Prometheus,
+/// InfluxDB). Another process may take it in between: rare on a test
+/// machine, and the server's start then fails loudly.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind a loopback port")
+        .port()
+}
+
+/// A server process the test started: killed (by its own PID, nothing
+/// else) and reaped when dropped; its output goes to a log file that
+/// failure messages can show.
+pub struct Daemon {
+    pub child: std::process::Child,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// Start `cmd` with stdout and stderr into `log`.
+    pub fn start(mut cmd: Command, log: PathBuf) -> Daemon {
+        let file = std::fs::File::create(&log).expect("create the server's log file");
+        let err = file.try_clone().expect("clone the log file handle");
+        cmd.stdin(Stdio::null()).stdout(file).stderr(err);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        Daemon { child, log }
+    }
+
+    /// The log so far, for assertion messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Wait until `ready()` holds, up to `limit`; panics with the log if
+    /// the server exits or never gets ready.
+    pub fn wait_until(&mut self, limit: Duration, mut ready: impl FnMut() -> bool) {
+        let started = Instant::now();
+        while !ready() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "the server exited ({status}) before it was ready:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                started.elapsed() < limit,
+                "the server was not ready within {limit:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
