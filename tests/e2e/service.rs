@@ -664,6 +664,52 @@ fn finished_run(
     )
 }
 
+/// `requestsPerSecond` bounds the tenant, not each run: two runs of one
+/// tenant going at once share its 20 a second evenly. Both start paused
+/// and are resumed together, so that they overlap for their whole 4 s:
+/// about 40 requests each (one run alone would pace to 20 a second).
+#[test]
+fn two_runs_of_one_tenant_share_its_request_rate() {
+    let target = server();
+    let service = Service::start("rate-share");
+    let quotas = json!({"concurrentRuns": 2, "requestsPerSecond": 20});
+    let (_, token) = service.tenant("rs", quotas, allow(port_of(&target.base_url())));
+    let hello = service.upload(&token, &guest("hello"));
+    let options = json!({"scenarios": {"s": {"executor": "constant-vus", "vus": 3, "duration": "4s", "gracefulStop": "1s"}}});
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let body = json!({"test": hello, "options": options, "env": {"BASE_URL": target.base_url()}, "paused": true});
+            let (status, run) = service.call(
+                "POST",
+                "/v1/runs",
+                Some(&token),
+                Some(body.to_string().as_bytes()),
+            );
+            assert_eq!(status, 201, "{run}");
+            run["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    for id in &ids {
+        let (status, resumed) = service.patch_status(&token, id, br#"{"paused": false}"#);
+        assert_eq!(status, 200, "{resumed}");
+    }
+    let mut each = Vec::new();
+    for id in &ids {
+        let record = service.wait_run(&token, id, Duration::from_secs(60));
+        assert_eq!(record["exitCode"], 0, "{record}");
+        each.push(metric(&service.summary(&token, id), "http_reqs", "count") as u64);
+    }
+    let sent = target.stats.requests();
+    assert_eq!(each.iter().sum::<u64>(), sent, "{each:?}");
+    // 4 s at 20 a second for both together, and the slots claimed when
+    // the first run ends and the other gets the whole rate (sent within
+    // the gracefulStop); a rate per run would send about 160.
+    assert!((50..=100).contains(&sent), "{each:?}: {sent} requests");
+    for n in &each {
+        assert!((20..=60).contains(n), "an even split: {each:?}");
+    }
+}
+
 fn refused(service: &Service, token: &str, test: &str, options: Value) -> (u16, String, String) {
     let (status, v) = service.start_run(
         token,

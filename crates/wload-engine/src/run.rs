@@ -33,7 +33,7 @@ use crate::executor::{
 };
 pub use crate::executor::{RunHandle, RunStatus};
 use crate::host::{self, RunShared, Test, VuScenario, VuState};
-use crate::rate::RateLimiter;
+use crate::rate::{RateLimiter, RpsCap};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
 use crate::task::Owned;
 
@@ -159,8 +159,9 @@ pub struct RunOptions {
     /// The run's controls for its caller: stop, pause, scale, status.
     pub handle: Option<RunHandle>,
     /// Requests per second at most, whatever the options' `rps` says (a
-    /// tenant's quota): the run goes at the lower of the two.
-    pub rps_limit: Option<f64>,
+    /// tenant's quota): the run goes at the lower of the two. The caller
+    /// may change it while the run goes.
+    pub rps_limit: Option<RpsCap>,
     /// `--start-at`: once setup has run and the VUs are ready, wait for
     /// this wall-clock time before starting the clock, so that the shards
     /// of a distributed run start together.
@@ -501,7 +502,7 @@ impl ProbeInstance {
         http.egress = http.egress.filter(|p| !p.is_open());
         let client = Arc::new(Client::new(http, BodyPool::new(1024))?);
         let run_tags = TagSet::new(options.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        let rps = rps_limiter(options.rps, opts.rps_limit, opts.quiet)?;
+        let rps = rps_limiter(options.rps, opts.rps_limit.clone(), opts.quiet);
         self.shared = run_shared(opts, &self.shared.recorder, run_tags, client, rps);
         self.store.data_mut().shared = self.shared.clone();
         Ok(())
@@ -541,31 +542,18 @@ impl ProbeInstance {
     }
 }
 
-/// The run's request pacing: the options' `rps`, capped by the caller's
-/// `limit` (a quota).
-fn rps_limiter(rps: Option<f64>, limit: Option<f64>, quiet: bool) -> Result<Option<RateLimiter>> {
-    if let Some(l) = limit
-        && RateLimiter::new(l).is_none()
-    {
-        return Err(invalid_config(format!(
-            "the run's requests-per-second limit must be a number greater than 0 and at most \
-             1e9, not {l}"
-        )));
-    }
-    let per_second = match (rps, limit) {
-        (Some(r), Some(l)) if r > l => {
-            if !quiet {
-                eprintln!(
-                    "WARN rps {r} is above this run's limit of {l} requests per second: {l} applies"
-                );
-            }
-            Some(l)
+/// The run's request pacing: the options' `rps` (checked with the
+/// options), capped by the caller's `limit` (a quota).
+fn rps_limiter(rps: Option<f64>, limit: Option<RpsCap>, quiet: bool) -> Option<RateLimiter> {
+    if let (Some(r), Some(l)) = (rps, &limit) {
+        let l = l.per_second();
+        if r > l && !quiet {
+            eprintln!(
+                "WARN rps {r} is above this run's limit of {l} requests per second: {l} applies"
+            );
         }
-        (Some(r), _) => Some(r),
-        (None, l) => l,
-    };
-    // Both were checked: `rps` with the options.
-    Ok(per_second.and_then(RateLimiter::new))
+    }
+    RateLimiter::capped(rps, limit)
 }
 
 /// One scenario ready to run: its plan as the header and the progress

@@ -31,7 +31,8 @@ pub struct Job {
     pub memory_per_vu: u64,
     /// CPU time of one guest call, in milliseconds.
     pub cpu_per_call_ms: u64,
-    /// The tenant's request-rate cap.
+    /// The run's share of its tenant's request-rate cap when it starts
+    /// ([`Command::RpsLimit`] changes it).
     pub rps_limit: Option<f64>,
     /// The tenant's egress policy.
     pub egress: EgressPolicy,
@@ -46,7 +47,20 @@ pub struct Job {
     pub interval_ms: u64,
 }
 
-/// A command to a running worker: k6's `PATCH /v1/status` body.
+/// A command to a running worker, one JSON line on its stdin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Command {
+    /// Change the run (`{"status": {...}}`); answered with an
+    /// [`Event::Status`] or [`Event::CommandFailed`].
+    Status(StatusPatch),
+    /// The run's new share of its tenant's requests per second
+    /// (`{"rpsLimit": 12.5}`), when another run of the tenant starts or
+    /// ends; not answered.
+    RpsLimit(f64),
+}
+
+/// k6's `PATCH /v1/status` body.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StatusPatch {

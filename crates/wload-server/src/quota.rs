@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use wload_engine::rate::MAX_RPS;
 
 /// A tenant's quotas, as the API reads and shows them (camelCase JSON).
 /// A field left out of a tenant's JSON takes its default.
@@ -22,7 +23,8 @@ pub struct Quotas {
     /// Longest run, in seconds: the latest scenario end, gracefulStop
     /// included.
     pub duration_per_run: u64,
-    /// Requests per second of one run (0: no limit).
+    /// Requests per second of all the tenant's runs together, split
+    /// evenly among those going (0: no limit).
     pub requests_per_second: f64,
     /// VU-hours per period: a run costs its maximum VUs times its wall time.
     pub vu_hours_per_period: f64,
@@ -91,8 +93,8 @@ impl Quotas {
                 problems.push(format!("{name} must be at least 1"));
             }
         }
-        if !(self.requests_per_second.is_finite() && self.requests_per_second >= 0.0) {
-            problems.push("requestsPerSecond must be 0 (no limit) or more".to_owned());
+        if !(self.requests_per_second >= 0.0 && self.requests_per_second <= MAX_RPS) {
+            problems.push("requestsPerSecond must be 0 (no limit) to 1e9".to_owned());
         }
         if !(self.vu_hours_per_period.is_finite() && self.vu_hours_per_period >= 0.0) {
             problems.push("vuHoursPerPeriod must be 0 or more".to_owned());

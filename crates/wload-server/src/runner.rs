@@ -24,7 +24,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::job::{Event, Job, RunFiles, StatusPatch};
+use crate::job::{self, Event, Job, RunFiles, StatusPatch};
 use crate::quota::{Quotas, Refusal, vu_hours};
 use crate::store::{RunState, Store};
 
@@ -60,7 +60,10 @@ impl From<anyhow::Error> for StartError {
 pub struct LiveRun {
     pub tenant: String,
     pub files: RunFiles,
-    commands: mpsc::UnboundedSender<StatusPatch>,
+    /// Whether the run paces to a share of its tenant's
+    /// `requestsPerSecond` (it started while the tenant had one).
+    rate_capped: bool,
+    commands: mpsc::UnboundedSender<job::Command>,
     /// The last status the worker reported (k6's `/v1/status`), and
     /// whether the run has ended (`None` once it has).
     pub status: watch::Receiver<Option<Value>>,
@@ -85,7 +88,7 @@ impl LiveRun {
             .map_err(|_| "the run's reply channel is poisoned".to_owned())?
             .take()
             .ok_or_else(|| "another change of this run is being applied; retry".to_owned())?;
-        let answer = if self.commands.send(patch).is_ok() {
+        let answer = if self.commands.send(job::Command::Status(patch)).is_ok() {
             match tokio::time::timeout(Duration::from_secs(10), replies.recv()).await {
                 Ok(Some(answer)) => answer,
                 Ok(None) => Err("the run has ended".to_owned()),
@@ -105,10 +108,10 @@ impl LiveRun {
     /// within gracefulStop), the next one at once, as a second Ctrl-C.
     pub fn stop(&self) {
         self.count_stop();
-        let _ = self.commands.send(StatusPatch {
+        let _ = self.commands.send(job::Command::Status(StatusPatch {
             stopped: Some(true),
             ..StatusPatch::default()
-        });
+        }));
     }
 
     fn count_stop(&self) {
@@ -134,6 +137,8 @@ pub struct Runner {
 /// the run's start (so that two runs started at once cannot both take the
 /// last place); given back when dropped.
 pub struct Slot {
+    /// The tenant's runs going or starting before this one.
+    pub before: u32,
     tenant: String,
     reserved: Arc<Mutex<HashMap<String, u32>>>,
 }
@@ -179,9 +184,37 @@ impl Runner {
         quotas.admit_concurrent(going)?;
         *reserved.entry(tenant.to_owned()).or_default() += 1;
         Ok(Slot {
+            before: going,
             tenant: tenant.to_owned(),
             reserved: self.reserved.clone(),
         })
+    }
+
+    /// Split the tenant's `requestsPerSecond` evenly among its runs going
+    /// (those that started under the quota), when one starts or ends: the
+    /// quota bounds the tenant, not each run. An even split wastes what
+    /// an idle run leaves unused, but needs nothing shared between the
+    /// workers, and never lets the tenant exceed its quota for longer
+    /// than a command takes to reach a worker.
+    fn share_request_rate(&self, tenant: &str) {
+        let Ok(Some(t)) = self.store.tenant(tenant) else {
+            return;
+        };
+        let Some(total) = t.quotas.rps_limit() else {
+            return;
+        };
+        let runs: Vec<Arc<LiveRun>> = match self.live.lock() {
+            Ok(live) => live
+                .values()
+                .filter(|r| r.tenant == tenant && r.rate_capped)
+                .cloned()
+                .collect(),
+            Err(_) => return,
+        };
+        let share = total / runs.len().max(1) as f64;
+        for run in runs {
+            let _ = run.commands.send(job::Command::RpsLimit(share));
+        }
     }
 
     /// Every run going (at shutdown).
@@ -248,6 +281,7 @@ impl Runner {
         let run = Arc::new(LiveRun {
             tenant: tenant.to_owned(),
             files: files.clone(),
+            rate_capped: job.rps_limit.is_some(),
             commands,
             status,
             replies: Mutex::new(Some(replies)),
@@ -257,6 +291,7 @@ impl Runner {
             live.insert(id.to_owned(), run);
         }
         drop(slot);
+        self.share_request_rate(tenant);
         let stdin = child.stdin.take();
         tokio::spawn(feed_commands(stdin, command_rx));
         let (events_done, events_ended) = oneshot::channel();
@@ -268,6 +303,7 @@ impl Runner {
         ));
         let this = self.clone();
         let id = id.to_owned();
+        let tenant = tenant.to_owned();
         let margin = self.wall_margin;
         let wall_limit = Duration::from_secs(job.max_duration_secs) + margin;
         tokio::spawn(async move {
@@ -333,6 +369,7 @@ impl Runner {
             if let Ok(mut live) = this.live.lock() {
                 live.remove(&id);
             }
+            this.share_request_rate(&tenant);
             let _ = status_tx.send(None);
         });
         Ok(())
@@ -404,7 +441,7 @@ async fn first_event(stdout: &mut BufReader<ChildStdout>) -> Result<Event> {
 
 async fn feed_commands(
     stdin: Option<tokio::process::ChildStdin>,
-    mut commands: mpsc::UnboundedReceiver<StatusPatch>,
+    mut commands: mpsc::UnboundedReceiver<job::Command>,
 ) {
     let Some(mut stdin) = stdin else { return };
     while let Some(command) = commands.recv().await {

@@ -19,13 +19,14 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use wload_engine::component::{Cache, CompiledTest};
 use wload_engine::executor::Segment;
+use wload_engine::rate::RpsCap;
 use wload_engine::run::{self, ExitError, RunHandle, RunOptions, RunPlan, TestSource};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
 use wload_http::ClientConfig;
 use wload_output::stream::OutSpec;
 use wload_output::{export, summary};
 
-use crate::job::{Event, Job, RunFiles, StatusPatch};
+use crate::job::{Command, Event, Job, RunFiles, StatusPatch};
 use crate::quota::{Quotas, Refusal, Shape};
 
 /// `wload worker run DIR` or `wload worker compile WASM CACHE MEMORY`.
@@ -127,6 +128,9 @@ async fn run(dir: &Path) -> Result<u8> {
             }
         })
     };
+    // Invalid shares are the service's bug, not the tenant's: a quota is
+    // checked when it is set.
+    let rps_cap = job.rps_limit.and_then(RpsCap::new);
     let opts = RunOptions {
         test: TestSource::Named {
             path: job.test.clone(),
@@ -148,11 +152,11 @@ async fn run(dir: &Path) -> Result<u8> {
         out_interval: Duration::from_millis(job.interval_ms.max(10)),
         admit: Some(admit),
         handle: Some(handle.clone()),
-        rps_limit: job.rps_limit,
+        rps_limit: rps_cap.clone(),
         start_at: None,
         egress: Some(job.egress.clone()),
     };
-    tokio::spawn(follow_commands(handle));
+    tokio::spawn(follow_commands(handle, rps_cap));
     let outcome = match run::run(opts).await {
         Ok(outcome) => outcome,
         Err(e) => {
@@ -182,17 +186,27 @@ fn write(path: &PathBuf, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Apply the service's status patches, in k6's order (paused, vus-max,
-/// vus, stopped), and answer each with the status after it. The end of
-/// stdin means the service is gone: the run stops at once.
-async fn follow_commands(handle: RunHandle) {
+/// Apply the service's commands: status patches in k6's order (paused,
+/// vus-max, vus, stopped), each answered with the status after it, and
+/// changes of the run's request-rate share. The end of stdin means the
+/// service is gone: the run stops at once.
+async fn follow_commands(handle: RunHandle, rps_cap: Option<RpsCap>) {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let patch: StatusPatch = match serde_json::from_str(&line) {
-            Ok(p) => p,
+            Ok(Command::Status(p)) => p,
+            Ok(Command::RpsLimit(per_second)) => {
+                match &rps_cap {
+                    Some(cap) if cap.set(per_second) => {}
+                    _ => eprintln!(
+                        "ERROR wload worker: cannot pace to {per_second} requests per second"
+                    ),
+                }
+                continue;
+            }
             Err(e) => {
                 emit(&Event::CommandFailed {
-                    message: format!("invalid status change: {e}"),
+                    message: format!("invalid command: {e}"),
                 });
                 continue;
             }

@@ -178,7 +178,9 @@ async fn start(service: &Arc<Service>, tenant: &Tenant, new: NewRun) -> Reply {
         env: new.env.clone(),
         memory_per_vu: quotas.memory_per_vu,
         cpu_per_call_ms: quotas.cpu_per_call_ms,
-        rps_limit: quotas.rps_limit(),
+        // Its share of the tenant's rate; the runner re-splits it among
+        // the tenant's runs once this one has started.
+        rps_limit: quotas.rps_limit().map(|r| r / f64::from(slot.before + 1)),
         egress: tenant.egress.clone(),
         max_vus: quotas.vus_per_run,
         max_duration_secs: quotas.duration_per_run,
