@@ -710,6 +710,103 @@ fn two_runs_of_one_tenant_share_its_request_rate() {
     }
 }
 
+/// `--tenants FILE`: tenants declared in a file, with the SHA-256 of
+/// their tokens, are there when the service starts, and a changed file
+/// changes them at the next start (the same tenant, its tests kept); a
+/// file with problems stops the start and names each one.
+#[test]
+fn a_tenants_file_provisions_tenants_at_every_start() {
+    let target = server();
+    let data = scratch("service-provision");
+    let token = "wl_provisioned-token-for-tests";
+    let sha = {
+        let out = Command::new("sha256sum")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                c.stdin.take().expect("stdin").write_all(token.as_bytes())?;
+                c.wait_with_output()
+            })
+            .expect("run sha256sum, as the docs say to");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let file = data.join("tenants.json");
+    let declare = |vus: u32| {
+        let tenants = json!({"tenants": [{
+            "name": "provisioned",
+            "quotas": {"vusPerRun": vus},
+            "egress": allow(port_of(&target.base_url())),
+            "tokenSha256": [sha],
+        }]});
+        std::fs::write(&file, tenants.to_string()).expect("write the tenants file");
+    };
+    let flags = ["--tenants", file.to_str().expect("a UTF-8 path")];
+    let env = json!({"BASE_URL": target.base_url()});
+
+    declare(2);
+    let service = Service::start_with(data.clone(), &flags);
+    let hello = service.upload(token, &guest("hello"));
+    let (status, limit, _) = refused(&service, token, &hello, json!({"vus": 3, "iterations": 3}));
+    assert_eq!((status, limit.as_str()), (422, "vusPerRun"));
+    let (record, _, _) = finished_run(
+        &service,
+        token,
+        &hello,
+        json!({"vus": 2, "iterations": 2}),
+        env.clone(),
+    );
+    assert_eq!(record["exitCode"], 0, "{record}");
+    let (_, log) = service.terminate();
+    assert!(log.contains("1 tenant(s) created"), "{log}");
+
+    declare(3);
+    let service = Service::start_with(data.clone(), &flags);
+    assert!(
+        service.log().contains("0 tenant(s) created, 1 updated"),
+        "{}",
+        service.log()
+    );
+    let (status, tests) = service.call("GET", "/v1/tests", Some(token), None);
+    assert_eq!(status, 200, "{tests}");
+    assert!(
+        tests.to_string().contains(&hello),
+        "the same tenant: {tests}"
+    );
+    let (record, _, _) = finished_run(
+        &service,
+        token,
+        &hello,
+        json!({"vus": 3, "iterations": 3}),
+        env,
+    );
+    assert_eq!(record["exitCode"], 0, "{record}");
+    drop(service);
+
+    std::fs::write(
+        &file,
+        json!({"tenants": [{"name": "open", "egress": {"blockHostnames": ["x.test"]}}, {"name": "q", "egress": {"allow": []}, "quotas": {"concurrentRuns": 0}}]}).to_string(),
+    )
+    .expect("write the tenants file");
+    let mut cmd = wload();
+    cmd.arg("serve")
+        .args(["--listen", "127.0.0.1:0", "--data"])
+        .arg(data.join("state"))
+        .args(flags);
+    let out = run(cmd, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tenant \"open\": egress.allow is needed")
+            && err.contains("tenant \"q\": concurrentRuns must be at least 1"),
+        "{err}"
+    );
+}
+
 fn refused(service: &Service, token: &str, test: &str, options: Value) -> (u16, String, String) {
     let (status, v) = service.start_run(
         token,

@@ -10,6 +10,7 @@
 //!   and a `kill -9` (a run that was going is marked interrupted).
 //! - [`auth`]: who is calling: the admin token, or a tenant's token.
 //! - [`quota`]: what a tenant may use, checked before a run starts.
+//! - [`provision`]: tenants declared in a file, applied at every start.
 //! - [`runner`]: every run is a `wload worker` child process driving the
 //!   engine under the tenant's sandbox limits and egress policy; a run
 //!   that crashes or runs away takes its own process, never the service.
@@ -23,6 +24,7 @@ pub mod api;
 pub mod auth;
 pub mod client;
 pub mod job;
+pub mod provision;
 pub mod quota;
 pub mod runner;
 pub mod sse;

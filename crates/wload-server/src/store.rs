@@ -175,7 +175,8 @@ impl Store {
 
     // Tenants.
 
-    pub fn create_tenant(&self, tenant: &Tenant, token_hash: &[u8]) -> Result<()> {
+    /// A new tenant, with its first token if it has one.
+    pub fn create_tenant(&self, tenant: &Tenant, token_hash: Option<&[u8]>) -> Result<()> {
         let quotas = serde_json::to_string(&tenant.quotas)?;
         let egress = serde_json::to_string(&tenant.egress)?;
         self.with(|db| {
@@ -184,10 +185,12 @@ impl Store {
                 "INSERT INTO tenants (id, name, quotas, egress, created) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![tenant.id, tenant.name, quotas, egress, time::now()],
             )?;
-            tx.execute(
-                "INSERT INTO tokens (hash, tenant, created) VALUES (?1, ?2, ?3)",
-                params![token_hash, tenant.id, time::now()],
-            )?;
+            if let Some(hash) = token_hash {
+                tx.execute(
+                    "INSERT INTO tokens (hash, tenant, created) VALUES (?1, ?2, ?3)",
+                    params![hash, tenant.id, time::now()],
+                )?;
+            }
             tx.commit()
         })
     }
@@ -467,16 +470,18 @@ fn run_row(r: &rusqlite::Row) -> rusqlite::Result<Result<RunRecord>> {
         .context("a run's request in the database"))
 }
 
+/// A store in a fresh temporary directory, for unit tests.
+#[cfg(test)]
+pub(crate) fn temp_db() -> (std::path::PathBuf, Store) {
+    let dir = std::env::temp_dir().join(crate::auth::new_id("wload-store-").unwrap());
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Store::open(&dir.join("db.sqlite")).unwrap();
+    (dir, store)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn temp_db() -> (std::path::PathBuf, Store) {
-        let dir = std::env::temp_dir().join(crate::auth::new_id("wload-store-").unwrap());
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = Store::open(&dir.join("db.sqlite")).unwrap();
-        (dir, store)
-    }
 
     fn tenant(id: &str) -> Tenant {
         Tenant {
@@ -491,8 +496,8 @@ mod tests {
     #[test]
     fn a_tenant_sees_only_its_own_tests_and_runs() {
         let (dir, store) = temp_db();
-        store.create_tenant(&tenant("a"), &[1; 32]).unwrap();
-        store.create_tenant(&tenant("b"), &[2; 32]).unwrap();
+        store.create_tenant(&tenant("a"), Some(&[1; 32])).unwrap();
+        store.create_tenant(&tenant("b"), Some(&[2; 32])).unwrap();
         assert!(store.put_test("a", "d1", "x.wasm", 10).unwrap());
         assert!(!store.put_test("a", "d1", "x.wasm", 10).unwrap());
         store
@@ -515,7 +520,7 @@ mod tests {
     #[test]
     fn live_runs_are_interrupted_on_the_next_start_and_finished_ones_kept() {
         let (dir, store) = temp_db();
-        store.create_tenant(&tenant("a"), &[1; 32]).unwrap();
+        store.create_tenant(&tenant("a"), Some(&[1; 32])).unwrap();
         store
             .insert_run("a", "r1", "d", &serde_json::json!({}))
             .unwrap();

@@ -11,7 +11,7 @@
 mod events;
 pub mod reply;
 mod runs;
-mod tenants;
+pub(crate) mod tenants;
 mod tests;
 
 use std::net::SocketAddr;
@@ -74,6 +74,8 @@ pub struct ServeConfig {
     pub data: PathBuf,
     /// The admin token; without one, tenants cannot be managed.
     pub admin_token: Option<String>,
+    /// Tenants declared in a file, applied at start (see `provision`).
+    pub tenants_file: Option<PathBuf>,
     /// The `wload` binary (for the worker processes).
     pub exe: PathBuf,
     /// Largest test accepted, in bytes.
@@ -104,6 +106,16 @@ pub async fn serve(config: ServeConfig) -> Result<()> {
             .with_context(|| format!("cannot create {}", config.data.join(dir).display()))?;
     }
     let store = Arc::new(Store::open(&config.data.join("wload.sqlite"))?);
+    if let Some(path) = &config.tenants_file {
+        let applied = crate::provision::apply_file(&store, path)?;
+        eprintln!(
+            "wload serve: {}: {} tenant(s) created, {} updated, {} token(s) added",
+            path.display(),
+            applied.created,
+            applied.updated,
+            applied.tokens_added
+        );
+    }
     let interrupted = store.interrupt_live_runs()?;
     if interrupted > 0 {
         eprintln!(
@@ -127,7 +139,7 @@ pub async fn serve(config: ServeConfig) -> Result<()> {
         store,
         runner,
     });
-    if service.admin_hash.is_none() {
+    if service.admin_hash.is_none() && service.config.tenants_file.is_none() {
         eprintln!(
             "wload serve: no admin token (--admin-token-file or WLOAD_ADMIN_TOKEN): tenants \
              cannot be created"

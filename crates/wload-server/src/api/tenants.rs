@@ -104,17 +104,25 @@ fn invalid(problems: Vec<String>) -> Reply {
     )
 }
 
+/// Everything wrong with a tenant's name, quotas and egress policy (the
+/// API's and the tenants file's checks, see `provision`).
+pub(crate) fn problems(name: &str, quotas: &Quotas, egress: &EgressPolicy) -> Vec<String> {
+    let mut found = Vec::new();
+    if name.is_empty() || name.len() > 100 {
+        found.push("name must have 1 to 100 characters".to_owned());
+    }
+    found.extend(quotas.validate());
+    found.extend(egress_problems(egress));
+    found
+}
+
 fn create(service: &Arc<Service>, new: NewTenant) -> Reply {
     let name = new.name.trim();
-    if name.is_empty() || name.len() > 100 {
-        return reply::bad_request("name must have 1 to 100 characters");
-    }
     // Nothing is reachable until the admin says where.
     let egress = new
         .egress
         .unwrap_or_else(|| EgressPolicy::tenant(Some(Vec::new())));
-    let mut found = new.quotas.validate();
-    found.extend(egress_problems(&egress));
+    let found = problems(name, &new.quotas, &egress);
     if !found.is_empty() {
         return invalid(found);
     }
@@ -141,7 +149,10 @@ fn create(service: &Arc<Service>, new: NewTenant) -> Reply {
         egress,
         created: crate::time::rfc3339(crate::time::now()),
     };
-    match service.store.create_tenant(&tenant, &auth::hash(&token)) {
+    match service
+        .store
+        .create_tenant(&tenant, Some(&auth::hash(&token)))
+    {
         Ok(()) => reply::json(
             StatusCode::CREATED,
             &json!({ "tenant": tenant, "token": token }),

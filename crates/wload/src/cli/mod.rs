@@ -73,6 +73,10 @@ enum Command {
         /// [env: WLOAD_ADMIN_TOKEN]
         #[arg(long, value_name = "FILE")]
         admin_token_file: Option<PathBuf>,
+        /// Tenants declared in a JSON file (name, quotas, egress, token
+        /// SHA-256s), created or updated at every start.
+        #[arg(long, value_name = "FILE")]
+        tenants: Option<PathBuf>,
         /// Largest test accepted, e.g. 128MiB.
         #[arg(long, default_value = "128MiB", value_parser = parse_size)]
         max_upload: u64,
@@ -592,6 +596,7 @@ pub async fn main() -> Result<u8> {
             listen,
             data,
             admin_token_file,
+            tenants,
             max_upload,
             run_wall_margin,
         } => {
@@ -610,6 +615,7 @@ pub async fn main() -> Result<u8> {
                 addr: listen,
                 data,
                 admin_token,
+                tenants_file: tenants,
                 exe,
                 max_upload,
                 wall_margin: run_wall_margin,
