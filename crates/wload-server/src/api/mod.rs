@@ -66,6 +66,23 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/runs/{id}/console"),
 ];
 
+/// The methods of the routes whose template matches `path` (a `{id}`
+/// segment matches any one segment): empty for a path no route has.
+pub fn allowed_methods(path: &str) -> Vec<&'static str> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    ROUTES
+        .iter()
+        .filter(|(_, template)| {
+            let parts: Vec<&str> = template.trim_matches('/').split('/').collect();
+            parts.len() == segments.len()
+                && parts.iter().zip(&segments).all(|(p, s)| {
+                    *p == *s || (p.starts_with('{') && p.ends_with('}') && !s.is_empty())
+                })
+        })
+        .map(|(method, _)| *method)
+        .collect()
+}
+
 /// How `wload serve` was started.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
@@ -190,6 +207,13 @@ impl Service {
         let path = req.uri().path().to_owned();
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         let method = req.method().clone();
+        // A route that exists, asked with a method it does not have: 405
+        // and what it has, before any token is looked at (the routes are
+        // public in openapi.json).
+        let allowed = allowed_methods(&path);
+        if !allowed.is_empty() && !allowed.contains(&method.as_str()) {
+            return reply::method_not_allowed(&allowed);
+        }
         // Unauthenticated: the API's description and liveness.
         match (&method, segments.as_slice()) {
             (&Method::GET, ["openapi.json"]) => {
@@ -316,6 +340,18 @@ mod route_tests {
             }
         }
         found
+    }
+
+    #[test]
+    fn a_path_knows_its_methods() {
+        assert_eq!(
+            super::allowed_methods("/v1/runs/r_1/status"),
+            ["GET", "PATCH"]
+        );
+        assert_eq!(super::allowed_methods("/v1/tests/"), ["GET", "POST"]);
+        assert_eq!(super::allowed_methods("/v1/tenants/t_1/tokens"), ["POST"]);
+        assert!(super::allowed_methods("/v1/runs/r_1/nothing").is_empty());
+        assert!(super::allowed_methods("/v1/runs//status").is_empty());
     }
 
     #[test]

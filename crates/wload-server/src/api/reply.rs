@@ -59,6 +59,20 @@ pub fn not_found(what: &str) -> Reply {
     )
 }
 
+/// 405, with the methods the route has in `Allow`.
+pub fn method_not_allowed(allowed: &[&str]) -> Reply {
+    let list = allowed.join(", ");
+    let mut r = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        &format!("this route takes {list}"),
+    );
+    if let Ok(v) = list.parse() {
+        r.headers_mut().insert(header::ALLOW, v);
+    }
+    r
+}
+
 pub fn bad_request(message: &str) -> Reply {
     error(StatusCode::BAD_REQUEST, "bad_request", message)
 }
