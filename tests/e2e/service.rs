@@ -454,6 +454,15 @@ fn a_run_on_the_service_shows_and_exits_as_a_local_run() {
         stdout.contains("http_reqs") && stdout.contains("iterations"),
         "{stdout}"
     );
+    // The same progress: the last drawing, status line and a bar.
+    assert!(
+        stderr.contains("running (") && stderr.contains("/2 VUs, 20 complete and 0 interrupted"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("] ") && stderr.contains(" 20 iters "),
+        "{stderr}"
+    );
     let summary: Value = serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
     assert_eq!(metric(&summary, "iterations", "count"), 20.0, "{summary:#}");
     assert_eq!(
@@ -464,6 +473,32 @@ fn a_run_on_the_service_shows_and_exits_as_a_local_run() {
         std::fs::read_to_string(&hdr)
             .unwrap()
             .contains("http_req_duration")
+    );
+
+    // On a terminal the bars are redrawn in place, as a local run's:
+    // `script` gives the client one.
+    let mut cmd = Command::new("script");
+    let client = service.cli(&token);
+    let mut line: Vec<String> = std::iter::once(client.get_program())
+        .chain(client.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    line.push(guest("hello").display().to_string());
+    line.extend(["--vus", "1", "--duration", "3s", "-e"].map(str::to_owned));
+    line.push(format!("BASE_URL={}", target.base_url()));
+    cmd.args(["-qfec", &line.join(" "), "/dev/null"]);
+    for (k, v) in client.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = run(cmd, Duration::from_secs(120));
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{seen}");
+    assert!(
+        seen.matches("\x1b[2Krunning (").count() >= 2 && seen.contains("\x1b[2A"),
+        "redrawn in place: {seen:?}"
     );
 
     // A failing threshold: 99, as a local run.

@@ -19,7 +19,7 @@ use wload_http::{BodyPool, Client, ClientConfig, EgressPolicy};
 use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
 use wload_output::live::Live;
-use wload_output::progress::{self, Display, ScenarioPlan, ScenarioProgress};
+use wload_output::progress::{self, Display, ProgressFrames, ScenarioPlan, ScenarioProgress};
 use wload_output::stream::{OutSpec, Outputs};
 use wload_output::{Report, RunClock};
 use wload_units::format;
@@ -145,6 +145,9 @@ pub struct RunOptions {
     pub cache: Cache,
     pub segment: Segment,
     pub quiet: bool,
+    /// Where the progress display's drawings go instead of stderr (a run
+    /// on `wload serve`, shown by its remote client).
+    pub progress: Option<ProgressFrames>,
     /// `--out` files, written every `out_interval`.
     pub outputs: Vec<OutSpec>,
     /// The aggregation interval of the outputs and the progress display.
@@ -180,6 +183,7 @@ impl std::fmt::Debug for RunOptions {
             .field("http", &self.http)
             .field("segment", &self.segment)
             .field("quiet", &self.quiet)
+            .field("progress", &self.progress.as_ref().map(|_| "…"))
             .field("outputs", &self.outputs)
             .field("out_interval", &self.out_interval)
             .field("admit", &self.admit.as_ref().map(|_| "…"))
@@ -659,7 +663,10 @@ async fn drive(
         .iter()
         .map(|p| ScenarioProgress::new(p.plan.clone(), p.active_vus.clone()))
         .collect();
-    let display = Display::new(ctl.clone(), bars, started, run_for, max_vus, opts.quiet);
+    let mut display = Display::new(ctl.clone(), bars, started, run_for, max_vus, opts.quiet);
+    if let Some(frames) = &opts.progress {
+        display = display.into_frames(frames.clone());
+    }
     let live = Live::start(
         recorder.clone(),
         ctl.clone(),

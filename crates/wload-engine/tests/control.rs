@@ -44,6 +44,7 @@ fn hello(server: &TargetServer, options: Value, sleep_ms: u64) -> RunOptions {
         cache: Cache::disabled(),
         segment: Segment::FULL,
         quiet: true,
+        progress: None,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
         admit: None,

@@ -86,6 +86,7 @@ async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTree
         cache: Cache::disabled(),
         segment: Segment::FULL,
         quiet: true,
+        progress: None,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
         egress: Some(tenant.clone()),

@@ -35,6 +35,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         cache: Cache::disabled(),
         segment: Segment::FULL,
         quiet: true,
+        progress: None,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
         egress: None,

@@ -4,7 +4,10 @@
 //! / total, VUs, iterations, and over the last interval req/s, the
 //! http_req_failed rate and the p95 of http_req_duration); otherwise (CI
 //! logs) the same lines as plain text every ten seconds and at the end.
-//! `--quiet` silences it.
+//! `--quiet` silences it. A run on `wload serve` hands each drawing to
+//! its caller instead ([`ProgressFrames`]), and `wload run --server`
+//! paints them with the same [`Painter`], so that a remote run shows what
+//! a local one does.
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
@@ -89,6 +92,72 @@ struct Window {
     duration: Option<TrendSink>,
 }
 
+/// Where a run's drawings go instead of stderr: each interval's lines,
+/// and whether it is the last.
+pub type ProgressFrames = Arc<dyn Fn(&[String], bool) + Send + Sync>;
+
+/// Paints progress lines on stderr: redrawn in place on a terminal, plain
+/// every ten seconds (and the last drawing) otherwise.
+pub struct Painter {
+    tty: bool,
+    /// Lines of the last in-place drawing, to move back over.
+    drawn: usize,
+    next_plain: Duration,
+}
+
+impl Default for Painter {
+    fn default() -> Self {
+        Painter::new()
+    }
+}
+
+impl Painter {
+    pub fn new() -> Painter {
+        Painter {
+            tty: std::io::stderr().is_terminal(),
+            drawn: 0,
+            next_plain: PLAIN_EVERY,
+        }
+    }
+
+    /// Whether a drawing at `elapsed` would be painted: always on a
+    /// terminal, when due or `last` otherwise.
+    fn due(&self, elapsed: Duration, last: bool) -> bool {
+        self.tty || last || elapsed >= self.next_plain
+    }
+
+    /// Paint `lines`, `elapsed` into the run, if due.
+    pub fn paint(&mut self, lines: &[String], elapsed: Duration, last: bool) {
+        if !self.due(elapsed, last) {
+            return;
+        }
+        while self.next_plain <= elapsed {
+            self.next_plain += PLAIN_EVERY;
+        }
+        let mut out = String::new();
+        if self.tty && self.drawn > 0 {
+            let _ = write!(out, "\x1b[{}A", self.drawn);
+        }
+        for line in lines {
+            if self.tty {
+                let _ = writeln!(out, "\r\x1b[2K{line}");
+            } else {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        self.drawn = lines.len();
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(out.as_bytes());
+        let _ = err.flush();
+    }
+}
+
+/// Where a [`Display`] draws.
+enum Canvas {
+    Stderr(Painter),
+    Frames(ProgressFrames),
+}
+
 /// The progress display of a run.
 pub struct Display {
     run: Arc<dyn RunView>,
@@ -97,10 +166,7 @@ pub struct Display {
     total: Duration,
     max_vus: u32,
     quiet: bool,
-    tty: bool,
-    /// Lines of the last in-place drawing, to move back over.
-    drawn: usize,
-    next_plain: Duration,
+    canvas: Canvas,
     /// The previous full interval, shown instead of a last one that is
     /// too short to give meaningful rates.
     previous: Option<(Vec<Window>, f64)>,
@@ -122,11 +188,17 @@ impl Display {
             total,
             max_vus,
             quiet,
-            tty: std::io::stderr().is_terminal(),
-            drawn: 0,
-            next_plain: PLAIN_EVERY,
+            canvas: Canvas::Stderr(Painter::new()),
             previous: None,
         }
+    }
+
+    /// Hand every drawing to `frames` instead of painting it (even when
+    /// quiet: the caller shows it).
+    pub fn into_frames(mut self, frames: ProgressFrames) -> Display {
+        self.canvas = Canvas::Frames(frames);
+        self.quiet = false;
+        self
     }
 
     /// Take in one interval's aggregates and redraw (on a terminal), or
@@ -144,28 +216,16 @@ impl Display {
             return;
         }
         let elapsed = self.started.elapsed();
-        if !self.tty && !last && elapsed < self.next_plain {
+        if let Canvas::Stderr(painter) = &self.canvas
+            && !painter.due(elapsed, last)
+        {
             return;
         }
-        while self.next_plain <= elapsed {
-            self.next_plain += PLAIN_EVERY;
-        }
         let lines = self.lines(elapsed, &windows, seconds);
-        let mut out = String::new();
-        if self.tty && self.drawn > 0 {
-            let _ = write!(out, "\x1b[{}A", self.drawn);
+        match &mut self.canvas {
+            Canvas::Stderr(painter) => painter.paint(&lines, elapsed, last),
+            Canvas::Frames(frames) => frames(&lines, last),
         }
-        for line in &lines {
-            if self.tty {
-                let _ = writeln!(out, "\r\x1b[2K{line}");
-            } else {
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        self.drawn = lines.len();
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(out.as_bytes());
-        let _ = err.flush();
     }
 
     /// Fold the interval into per-scenario windows and iteration totals.

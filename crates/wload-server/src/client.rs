@@ -2,7 +2,8 @@
 //! service, shown as a local run shows it. The test is uploaded (the
 //! service keeps it by content hash, so an unchanged test is not compiled
 //! again), the run started with the options the flags, `WLOAD_*` and
-//! `--config` give, its console (header, progress) followed live on
+//! `--config` give, its console (header, errors) and progress (painted
+//! as a local run paints it: bars redrawn on a terminal) followed live on
 //! stderr, its summary printed on stdout, and the process exits with the
 //! run's own exit code (99 when a threshold failed). Ctrl-C stops the run
 //! on the service (a second one at once), as it stops a local run.
@@ -10,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use bytes::Bytes;
@@ -22,6 +24,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use wload_engine::run::{ExitError, exit};
+use wload_output::progress::Painter;
+
+use crate::job::ProgressFrame;
 
 /// What a remote run needs from the command line.
 pub struct RemoteRun {
@@ -289,6 +294,9 @@ async fn follow(remote: &Remote, id: &str, quiet: bool) -> Result<Value> {
     let mut body = resp.into_body();
     let mut parser = crate::sse::Parser::default();
     let mut interrupts = 0u32;
+    // The run's progress drawings, painted as a local run paints its own.
+    let mut painter = Painter::new();
+    let mut first_frame: Option<Instant> = None;
     loop {
         tokio::select! {
             frame = body.frame() => {
@@ -298,6 +306,12 @@ async fn follow(remote: &Remote, id: &str, quiet: bool) -> Result<Value> {
                 for (event, data) in parser.push(data) {
                     match event.as_str() {
                         "console" if !quiet => eprintln!("{data}"),
+                        "progress" if !quiet => {
+                            if let Ok(frame) = serde_json::from_str::<ProgressFrame>(&data) {
+                                let since = *first_frame.get_or_insert_with(Instant::now);
+                                painter.paint(&frame.lines, since.elapsed(), frame.last);
+                            }
+                        }
                         "end" => return serde_json::from_str(&data).context("invalid end event"),
                         _ => {}
                     }

@@ -101,6 +101,15 @@ pub enum Event {
     CommandFailed { message: String },
 }
 
+/// One drawing of a run's progress display (the `progress` event), for
+/// the client to paint as a local run paints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressFrame {
+    pub lines: Vec<String>,
+    /// The drawing at the end of the run.
+    pub last: bool,
+}
+
 /// The files of one run, in its directory.
 #[derive(Debug, Clone)]
 pub struct RunFiles {
@@ -131,6 +140,10 @@ impl RunFiles {
     /// The k6 summary export.
     pub fn summary(&self) -> PathBuf {
         self.dir.join("summary.json")
+    }
+    /// The progress display's drawings, one [`ProgressFrame`] a line.
+    pub fn progress(&self) -> PathBuf {
+        self.dir.join("progress.jsonl")
     }
     /// The end-of-test summary as `wload run` prints it.
     pub fn summary_text(&self) -> PathBuf {

@@ -23,10 +23,11 @@ use wload_engine::rate::RpsCap;
 use wload_engine::run::{self, ExitError, RunHandle, RunOptions, RunPlan, TestSource};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
 use wload_http::ClientConfig;
+use wload_output::progress::ProgressFrames;
 use wload_output::stream::OutSpec;
 use wload_output::{export, summary};
 
-use crate::job::{Command, Event, Job, RunFiles, StatusPatch};
+use crate::job::{Command, Event, Job, ProgressFrame, RunFiles, StatusPatch};
 use crate::quota::{Quotas, Refusal, Shape};
 
 /// `wload worker run DIR` or `wload worker compile WASM CACHE MEMORY`.
@@ -148,6 +149,7 @@ async fn run(dir: &Path) -> Result<u8> {
         cache: Cache::new(Some(job.cache.clone())),
         segment: Segment::default(),
         quiet: false,
+        progress: Some(progress_frames(&files)?),
         outputs: vec![OutSpec::Json(files.intervals()), OutSpec::Hdr(files.hdr())],
         out_interval: Duration::from_millis(job.interval_ms.max(10)),
         admit: Some(admit),
@@ -180,6 +182,25 @@ async fn run(dir: &Path) -> Result<u8> {
     let export = serde_json::to_vec_pretty(&export::to_json(&outcome.report))?;
     write(&files.summary(), &export)?;
     Ok(outcome.exit_code)
+}
+
+/// The progress display's drawings go to `progress.jsonl`, one frame a
+/// line, for the service's `progress` events; the console keeps the
+/// header and the errors.
+fn progress_frames(files: &RunFiles) -> Result<ProgressFrames> {
+    let path = files.progress();
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let file = Mutex::new(std::io::LineWriter::new(file));
+    Ok(Arc::new(move |lines: &[String], last: bool| {
+        let frame = ProgressFrame {
+            lines: lines.to_vec(),
+            last,
+        };
+        if let (Ok(line), Ok(mut f)) = (serde_json::to_string(&frame), file.lock()) {
+            let _ = writeln!(f, "{line}");
+        }
+    }))
 }
 
 fn write(path: &PathBuf, bytes: &[u8]) -> Result<()> {

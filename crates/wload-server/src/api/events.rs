@@ -1,8 +1,10 @@
 //! `GET /v1/runs/{id}/events`: a run as server-sent events, from its
 //! start (a late subscriber gets what it missed): `run` (the record, at
-//! the start), `console` (each line of the run's console: header,
-//! progress, errors), `interval` (each line of the interval metrics, the
-//! `--out json` layout), `status` (k6's `/v1/status` after each change)
+//! the start), `console` (each line of the run's console: header and
+//! errors), `progress` (each drawing of its progress display: lines, and
+//! whether it is the last), `interval` (each line of the interval
+//! metrics, the `--out json` layout), `status` (k6's `/v1/status` after
+//! each change)
 //! and, last, `end` (the record as the run ended). The stream ends after
 //! `end`; a finished run's stream replays its files and ends at once.
 
@@ -34,9 +36,14 @@ pub fn stream(service: &Arc<Service>, tenant: &str, record: RunRecord) -> Reply 
         }
         let mut intervals = Tail::new(files.intervals());
         let mut console = Tail::new(files.console());
+        let mut progress = Tail::new(files.progress());
         let mut status = live.map(|l| l.status.clone());
         loop {
-            for (name, tail) in [("console", &mut console), ("interval", &mut intervals)] {
+            for (name, tail) in [
+                ("console", &mut console),
+                ("progress", &mut progress),
+                ("interval", &mut intervals),
+            ] {
                 for line in tail.new_lines() {
                     if tx.send(sse(name, &line)).await.is_err() {
                         return;

@@ -547,6 +547,7 @@ impl LoadArgs {
                 Cache::new(Cache::default_dir())
             },
             quiet: self.quiet,
+            progress: None,
             outputs,
             out_interval,
             egress: None,
