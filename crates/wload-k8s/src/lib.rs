@@ -66,6 +66,10 @@ pub struct Plan {
     pub results_claim: Option<String>,
     /// How long the collector waits for every shard's summary.
     pub collect_wait: String,
+    /// This rendering's directory under [`RESULTS_DIR`], so that the
+    /// results of runs sharing a claim stay apart (the collector must not
+    /// merge a previous run's shards).
+    pub run_id: String,
 }
 
 /// The path a pod reads the options file `key` at.
@@ -132,6 +136,11 @@ pub fn default_name(stem: &str) -> String {
 }
 
 impl Plan {
+    /// Where this run's shard summaries go.
+    pub fn results_dir(&self) -> String {
+        format!("{RESULTS_DIR}/{}", self.run_id)
+    }
+
     fn labels(&self, component: &str) -> Value {
         json!({
             "app.kubernetes.io/name": "wload",
@@ -265,7 +274,7 @@ impl Plan {
             "--parallelism".to_owned(),
             n.to_string(),
             "--results".to_owned(),
-            RESULTS_DIR.to_owned(),
+            self.results_dir(),
         ];
         args.extend(self.run_args.iter().cloned());
         let mut mounts = vec![
@@ -371,10 +380,10 @@ impl Plan {
             "imagePullPolicy": "IfNotPresent",
             "command": ["wload"],
             "args": [
-                "k8s", "collect", RESULTS_DIR,
+                "k8s", "collect", self.results_dir(),
                 "--expect", self.parallelism.to_string(),
                 "--wait", self.collect_wait,
-                "--summary-export", format!("{RESULTS_DIR}/merged.json"),
+                "--summary-export", format!("{}/merged.json", self.results_dir()),
             ],
             "workingDir": RESULTS_DIR,
             "resources": {
@@ -420,6 +429,7 @@ mod tests {
             memory: "1Gi".into(),
             results_claim: None,
             collect_wait: "1h".into(),
+            run_id: "wload-hello-1796135400".into(),
         }
     }
 
@@ -448,7 +458,7 @@ mod tests {
                 "--parallelism",
                 "4",
                 "--results",
-                "/results",
+                "/results/wload-hello-1796135400",
                 "--config",
                 "/etc/wload/options.json"
             ])
@@ -488,7 +498,20 @@ mod tests {
             pod["volumes"][0]["persistentVolumeClaim"]["claimName"],
             "shared"
         );
-        assert_eq!(pod["containers"][0]["args"][4], "4");
+        assert_eq!(
+            pod["containers"][0]["args"],
+            json!([
+                "k8s",
+                "collect",
+                "/results/wload-hello-1796135400",
+                "--expect",
+                "4",
+                "--wait",
+                "1h",
+                "--summary-export",
+                "/results/wload-hello-1796135400/merged.json"
+            ])
+        );
         let shards = &docs[1]["spec"]["template"]["spec"];
         assert_eq!(
             shards["volumes"][0]["persistentVolumeClaim"]["claimName"],

@@ -100,10 +100,13 @@ const RESERVED: [&str; 11] = [
     "true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", "nan",
 ];
 
-/// `s` plain when it starts with a letter and holds only letters,
+/// `s` plain when it starts with a letter or `/` and holds only letters,
 /// digits and `. _ / -`, and is no reserved word; else a JSON string.
 fn scalar_text(s: &str) -> String {
-    let plain = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+    let plain = s
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '/')
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
         && !RESERVED.iter().any(|r| r.eq_ignore_ascii_case(s));
@@ -172,5 +175,6 @@ spec:
         assert_eq!(scalar_text("Null"), r#""Null""#);
         assert_eq!(scalar_text("e5"), "e5");
         assert_eq!(scalar_text("500m"), r#""500m""#);
+        assert_eq!(scalar_text("/etc/wload"), "/etc/wload");
     }
 }
