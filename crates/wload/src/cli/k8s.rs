@@ -589,6 +589,11 @@ fn collect(args: &CollectArgs) -> Result<u8> {
 fn read_all(inputs: &[PathBuf], strict: bool) -> Result<Vec<(PathBuf, shard::Shard)>> {
     let mut out = Vec::new();
     for input in inputs {
+        // Waiting, the results directory may not be there yet: the first
+        // shard to start makes it.
+        if !strict && !input.exists() {
+            continue;
+        }
         out.extend(read_input(input, strict)?);
     }
     Ok(out)
