@@ -20,6 +20,9 @@ use sha2::{Digest, Sha256};
 /// counted on the decoded `binaryData`).
 pub const CONFIGMAP_LIMIT: usize = 1 << 20;
 
+/// Most pods of an Indexed Job (the API server refuses more).
+pub const MAX_PARALLELISM: u32 = 100_000;
+
 /// Where the ConfigMap (the test and its options file) is mounted.
 pub const CONFIG_DIR: &str = "/etc/wload";
 /// Where a downloaded test is kept (an emptyDir).
@@ -180,8 +183,11 @@ impl Plan {
     /// collector Job (with a results claim).
     pub fn render(&self) -> Result<Vec<Value>, String> {
         check_name(&self.name)?;
-        if self.parallelism == 0 {
-            return Err("--parallelism must be at least 1".to_owned());
+        if !(1..=MAX_PARALLELISM).contains(&self.parallelism) {
+            return Err(format!(
+                "--parallelism {}: an Indexed Job has 1 to {MAX_PARALLELISM} pods",
+                self.parallelism
+            ));
         }
         let size = self.configmap_bytes();
         if size > CONFIGMAP_LIMIT {
@@ -529,5 +535,7 @@ mod tests {
         let mut p = plan();
         p.parallelism = 0;
         assert!(p.render().is_err());
+        p.parallelism = MAX_PARALLELISM + 1;
+        assert!(p.render().unwrap_err().contains("1 to 100000 pods"));
     }
 }
