@@ -525,18 +525,30 @@ fn job_summaries(args: &CollectArgs, job: &str) -> Result<Vec<(PathBuf, shard::S
         ));
     let pods = kubectl_output(cmd, &format!("list the pods of Job {job}"))?;
     let mut out = Vec::new();
+    let mut without = Vec::new();
     for pod in pods.lines().map(str::trim).filter(|p| !p.is_empty()) {
         let mut cmd = kubectl(args);
         cmd.args(["logs", pod, "--container", "wload"]);
         let log = kubectl_output(cmd, &format!("read the log of {pod}"))?;
         let found = log_summaries(pod, &log)?;
         if found.is_empty() {
-            eprintln!("{pod}: no shard summary in its log (still running, or it failed)");
+            without.push(pod.to_owned());
         }
         out.extend(found);
     }
-    if out.is_empty() {
-        bail!("no shard summary in the logs of Job {job}'s pods");
+    // A merge without them would look like a result of the whole test
+    // with less load: refused, with what to do.
+    if !without.is_empty() || out.is_empty() {
+        bail!(
+            "no shard summary in the log of {} (running still, or failed): wait for the Job \
+             (kubectl wait --for=condition=complete job/{job}); to merge the others, save \
+             their logs and give them to `wload k8s collect LOG…`",
+            if without.is_empty() {
+                format!("any pod of Job {job}")
+            } else {
+                without.join(", ")
+            }
+        );
     }
     Ok(out)
 }
