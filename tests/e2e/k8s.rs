@@ -138,17 +138,20 @@ fn volume_dirs(
                 .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == cm)
                 .unwrap_or_else(|| panic!("the pods mount ConfigMap {cm}, not rendered"));
             // One copy for every pod, as every pod mounts the same
-            // ConfigMap: the shards read the test at one path.
+            // ConfigMap: the shards read the test at one path. Written
+            // by the first pod's start, before any pod runs.
             let path = dir.join(format!("configmap-{cm}"));
-            std::fs::create_dir_all(&path).unwrap();
-            for (key, text) in map["data"].as_object().into_iter().flatten() {
-                std::fs::write(path.join(key), text.as_str().unwrap()).unwrap();
-            }
-            for (key, b64) in map["binaryData"].as_object().into_iter().flatten() {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(b64.as_str().unwrap())
-                    .unwrap();
-                std::fs::write(path.join(key), bytes).unwrap();
+            if !path.exists() {
+                std::fs::create_dir_all(&path).unwrap();
+                for (key, text) in map["data"].as_object().into_iter().flatten() {
+                    std::fs::write(path.join(key), text.as_str().unwrap()).unwrap();
+                }
+                for (key, b64) in map["binaryData"].as_object().into_iter().flatten() {
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(b64.as_str().unwrap())
+                        .unwrap();
+                    std::fs::write(path.join(key), bytes).unwrap();
+                }
             }
             path
         } else {
