@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const LIMIT: Duration = Duration::from_secs(180);
+pub(crate) const LIMIT: Duration = Duration::from_secs(180);
 
 /// Trend statistics with the count, so that trend counts compare too.
-fn trend_stats() -> Value {
+pub(crate) fn trend_stats() -> Value {
     json!([
         "count", "avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"
     ])
@@ -27,11 +27,11 @@ fn segment(i: usize, n: usize) -> String {
 }
 
 /// A merge of shard summaries: its exit code, stdout and export.
-struct Merge {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    summary: Value,
+pub(crate) struct Merge {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) summary: Value,
 }
 
 fn merge(name: &str, files: &[PathBuf]) -> Merge {
@@ -41,8 +41,13 @@ fn merge(name: &str, files: &[PathBuf]) -> Merge {
         .args(files)
         .arg("--summary-export")
         .arg(&export);
+    merge_run(cmd, &export)
+}
+
+/// Run a merge command `cmd` that writes its export to `export`.
+pub(crate) fn merge_run(cmd: std::process::Command, export: &std::path::Path) -> Merge {
     let out = run(cmd, LIMIT);
-    let summary = std::fs::read_to_string(&export)
+    let summary = std::fs::read_to_string(export)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or(Value::Null);
@@ -100,7 +105,7 @@ fn shards(
 }
 
 /// `metrics.<metric>.<field>` of an export, 0 when absent.
-fn figure(summary: &Value, metric: &str, field: &str) -> f64 {
+pub(crate) fn figure(summary: &Value, metric: &str, field: &str) -> f64 {
     summary["metrics"][metric][field].as_f64().unwrap_or(0.0)
 }
 
@@ -118,7 +123,7 @@ fn verdicts(summary: &Value) -> Vec<(String, String, bool)> {
 
 /// The merged export reports what the one-process run's does: counts,
 /// checks and verdicts exactly.
-fn assert_same_result(one: &Value, merged: &Value, exact: &[(&str, &str)], what: &str) {
+pub(crate) fn assert_same_result(one: &Value, merged: &Value, exact: &[(&str, &str)], what: &str) {
     for (metric, field) in exact {
         assert_eq!(
             figure(merged, metric, field),
@@ -140,7 +145,7 @@ fn assert_same_result(one: &Value, merged: &Value, exact: &[(&str, &str)], what:
     assert!(!verdicts(one).is_empty(), "{what}: the test has thresholds");
 }
 
-const CLOSED_EXACT: [(&str, &str); 9] = [
+pub(crate) const CLOSED_EXACT: [(&str, &str); 9] = [
     ("http_reqs", "count"),
     ("iterations", "count"),
     ("http_req_duration", "count"),

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::support::repo_root;
 
 /// Each crate of the workspace and the wload crates it may depend on.
-const ALLOWED: [(&str, &[&str]); 8] = [
+const ALLOWED: [(&str, &[&str]); 9] = [
     (
         "wload",
         &[
@@ -23,6 +23,7 @@ const ALLOWED: [(&str, &[&str]); 8] = [
             "wload-http",
             "wload-units",
             "wload-target",
+            "wload-k8s",
         ],
     ),
     (
@@ -44,6 +45,7 @@ const ALLOWED: [(&str, &[&str]); 8] = [
     ("wload-http", &[]),
     ("wload-units", &[]),
     ("wload-target", &[]),
+    ("wload-k8s", &[]),
 ];
 
 /// Each workspace crate's normal (not dev or build) dependencies.

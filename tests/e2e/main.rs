@@ -15,6 +15,7 @@ mod errors;
 mod executors;
 mod hostile;
 mod http;
+mod k8s;
 mod languages;
 mod layers;
 mod load;

@@ -2,6 +2,7 @@
 //! prints what comes back. Option precedence: flags > `WLOAD_*`
 //! environment variables > the test's own `options()`.
 
+mod k8s;
 mod remote;
 
 use std::collections::HashMap;
@@ -120,6 +121,13 @@ enum Command {
         /// for interval logs count,avg,min,med,max,p(90),p(95),p(99)).
         #[arg(long, value_name = "LIST", value_delimiter = ',')]
         summary_trend_stats: Vec<String>,
+    },
+    /// Run a test as N shards on Kubernetes: render the manifests, run a
+    /// shard in a pod, collect the shards into one result
+    /// (docs/distributed.md).
+    K8s {
+        #[command(subcommand)]
+        command: k8s::K8s,
     },
     /// Start a built-in target server on 127.0.0.1 and load it with the
     /// bundled example test (10 VUs for 10s unless told otherwise).
@@ -702,22 +710,27 @@ pub async fn main() -> Result<u8> {
                     merged.exit_code,
                 ),
             };
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-            if let Some(path) = &summary_export {
-                let text =
-                    serde_json::to_string_pretty(&json).context("cannot encode the summary")?;
-                std::fs::write(path, text)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
+            print_merge(&text, &json, summary_export.as_deref())?;
             Ok(code)
         }
+        Command::K8s { command } => k8s::main(command).await,
         Command::Compile { test, output } => {
             compile(&test, &output)?;
             Ok(0)
         }
     }
+}
+
+/// Print a merge's summary, and write its export if asked.
+fn print_merge(text: &str, json: &Value, export: Option<&std::path::Path>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    if let Some(path) = export {
+        let text = serde_json::to_string_pretty(json).context("cannot encode the summary")?;
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
