@@ -37,6 +37,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         quiet: true,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
+        sinks: Vec::new(),
         egress: None,
         admit: None,
         handle: None,

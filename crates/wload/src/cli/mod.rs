@@ -545,6 +545,7 @@ impl LoadArgs {
             quiet: self.quiet,
             outputs,
             out_interval,
+            sinks: Vec::new(),
             egress: None,
             admit: None,
             handle: None,
