@@ -13,11 +13,12 @@ use serde_json::Value;
 use crate::support::repo_root;
 
 /// Each crate of the workspace and the wload crates it may depend on.
-const ALLOWED: [(&str, &[&str]); 8] = [
+const ALLOWED: [(&str, &[&str]); 9] = [
     (
         "wload",
         &[
             "wload-server",
+            "wload-report",
             "wload-engine",
             "wload-output",
             "wload-http",
@@ -38,6 +39,10 @@ const ALLOWED: [(&str, &[&str]); 8] = [
     (
         "wload-engine",
         &["wload-output", "wload-metrics", "wload-http", "wload-units"],
+    ),
+    (
+        "wload-report",
+        &["wload-output", "wload-metrics", "wload-units"],
     ),
     ("wload-output", &["wload-metrics", "wload-units"]),
     ("wload-metrics", &["wload-units"]),
