@@ -7,6 +7,7 @@
 //! and the latency distribution, exactly: their histograms add).
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -427,19 +428,19 @@ fn from_hdr(logs: &[(PathBuf, Vec<u8>)]) -> Result<(Percentiles, Value)> {
             }
             let hist = decode(path, i.encoded_histogram())?;
             let end = key_of((i.start_timestamp() + i.duration()).as_secs_f64());
-            if all.is_none() {
-                all = Some(empty()?);
-            }
-            if !per_interval.contains_key(&end) {
-                per_interval.insert(end, empty()?);
-            }
-            for slot in [per_interval.get_mut(&end), all.as_mut()]
-                .into_iter()
-                .flatten()
-            {
-                slot.add(&hist)
-                    .with_context(|| format!("{}: cannot add a histogram", path.display()))?;
-            }
+            let slot = match per_interval.entry(end) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(empty()?),
+            };
+            slot.add(&hist)
+                .with_context(|| format!("{}: cannot add a histogram", path.display()))?;
+            let total = match &mut all {
+                Some(h) => h,
+                None => all.insert(empty()?),
+            };
+            total
+                .add(&hist)
+                .with_context(|| format!("{}: cannot add a histogram", path.display()))?;
         }
     }
     let percentiles = per_interval
@@ -465,4 +466,111 @@ fn empty() -> Result<Histogram<u64>> {
     let mut h = Histogram::new(3).context("an HdrHistogram of 3 digits")?;
     h.auto(true);
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(end: f64, metric: &str, tags: Value, values: Value) -> Value {
+        json!({ "time": 0, "start": end - 1.0, "end": end, "metric": metric, "type": "x", "tags": tags, "values": values })
+    }
+
+    #[test]
+    fn json_lines_add_up_per_interval_and_per_request_name() {
+        let get = json!({ "name": "home", "method": "GET", "status": "200" });
+        let gone = json!({ "name": "home", "method": "GET", "status": "404" });
+        let lines = vec![
+            line(
+                1.0,
+                "http_reqs",
+                get.clone(),
+                json!({ "count": 3, "sum": 3, "rate": 3 }),
+            ),
+            line(
+                1.0,
+                "http_reqs",
+                gone.clone(),
+                json!({ "count": 1, "sum": 1, "rate": 1 }),
+            ),
+            line(
+                1.0,
+                "http_req_failed",
+                gone.clone(),
+                json!({ "passes": 1, "fails": 0, "rate": 1 }),
+            ),
+            line(
+                1.0,
+                "http_req_duration",
+                get.clone(),
+                json!({ "count": 3, "sum": 6, "max": 3, "med": 2, "p(90)": 3, "p(95)": 3, "p(99)": 3 }),
+            ),
+            line(
+                2.0,
+                "http_reqs",
+                get.clone(),
+                json!({ "count": 2, "sum": 2, "rate": 2 }),
+            ),
+            line(
+                2.0,
+                "http_req_duration",
+                get.clone(),
+                json!({ "count": 1, "sum": 4, "max": 4, "med": 4, "p(90)": 4, "p(95)": 4, "p(99)": 4 }),
+            ),
+            line(
+                2.0,
+                "http_req_duration",
+                gone.clone(),
+                json!({ "count": 1, "sum": 2, "max": 2, "med": 2, "p(90)": 2, "p(95)": 2, "p(99)": 2 }),
+            ),
+        ];
+        let t = from_json_lines(&lines);
+        assert_eq!(t.points.len(), 2);
+        assert_eq!(t.points[0]["reqs"], 4.0);
+        assert_eq!(t.points[0]["failed_rate"], 1.0);
+        assert_eq!(t.points[0]["avg"], 2.0);
+        // One series of durations: its percentiles are the interval's.
+        assert_eq!(t.points[0]["p95"], 3);
+        // Two: percentiles do not add, and are left out.
+        assert_eq!(t.points[1]["avg"], 3.0);
+        assert!(t.points[1].get("p95").is_none());
+        let rows = requests_from_lines(&lines);
+        assert_eq!(rows[0]["count"], 6.0);
+        assert_eq!(rows[0]["statuses"]["200"], 5.0);
+        assert_eq!(rows[0]["statuses"]["404"], 1.0);
+        assert_eq!(rows[0]["failed"], 1.0);
+        assert_eq!(rows[0]["duration"]["avg"], 12.0 / 5.0);
+        assert_eq!(rows[0]["duration"]["max"], 4.0);
+    }
+
+    #[test]
+    fn inputs_are_told_apart_and_others_refused() {
+        let p = Path::new("x");
+        assert!(matches!(
+            kind(p, br#"{"format":"wload-shard-summary"}"#),
+            Ok(Kind::Shard)
+        ));
+        assert!(matches!(
+            kind(p, br#"{"metrics":{},"root_group":{}}"#),
+            Ok(Kind::Export(_))
+        ));
+        let line = r#"{"metric":"vus","values":{"value":1},"start":0,"end":1}"#;
+        assert!(
+            matches!(kind(p, format!("{line}\n{line}\n").as_bytes()), Ok(Kind::JsonLines(l)) if l.len() == 2)
+        );
+        assert!(matches!(
+            kind(p, b"#[StartTime: 1 (seconds since epoch)]\n"),
+            Ok(Kind::Hdr)
+        ));
+        let err = kind(p, b"<html>")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("--summary-export"), "{err}");
+        let err = kind(p, b"{\"metric\":1}\nnot json\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("--out json"), "{err}");
+    }
 }
