@@ -13,6 +13,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -23,8 +24,14 @@ use crate::support::{debian_packages, guest, repo_root, run, scratch, server, wl
 const PLAYWRIGHT: &str = "playwright-core@1.65.1";
 
 /// playwright-core under `target/lang/`, installed when the pinned
-/// version is not the one there already; returns its node_modules.
-fn playwright() -> PathBuf {
+/// version is not the one there already (once per test process: the
+/// tests run in parallel); returns its node_modules.
+fn playwright() -> &'static Path {
+    static MODULES: OnceLock<PathBuf> = OnceLock::new();
+    MODULES.get_or_init(install_playwright)
+}
+
+fn install_playwright() -> PathBuf {
     let dir = repo_root().join("target/lang/playwright");
     let marker = dir.join(".wload-pin");
     let modules = dir.join("node_modules");
@@ -80,7 +87,7 @@ fn browse(dir: &Path, mode: &str, url: &str, stop: Option<u32>, screenshot: &Pat
     let mut node = Command::new("node");
     node.arg(repo_root().join("tests/e2e/report_driver.js"))
         .arg(&config)
-        .env("NODE_PATH", &modules);
+        .env("NODE_PATH", modules);
     let out = run(node, Duration::from_secs(180));
     assert!(
         out.status.success(),
@@ -95,7 +102,9 @@ fn browse(dir: &Path, mode: &str, url: &str, stop: Option<u32>, screenshot: &Pat
     });
     assert_eq!(seen["blocked"], json!([]), "the page reached out");
     assert_eq!(seen["pageErrors"], json!([]), "the page's script failed");
-    if std::env::var_os("WLOAD_UPDATE_SCREENSHOTS").is_some() {
+    if std::env::var_os("WLOAD_UPDATE_SCREENSHOTS").is_some()
+        && ["report", "dashboard"].contains(&mode)
+    {
         let name = screenshot.file_name().expect("a file name");
         std::fs::copy(screenshot, repo_root().join("docs").join(name))
             .expect("copy the screenshot");
