@@ -5,7 +5,8 @@
 //! aggregation thread only clones the interval's aggregates (one sink
 //! per series, as every `--out` file reads them) and sends them: the
 //! percentiles, the JSON and the writes to browsers happen off it, so a
-//! slow browser delays nothing but its own page.
+//! slow browser never delays the run (one that takes no frame for 5s is
+//! dropped).
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -296,4 +297,106 @@ fn evaluate(thresholds: &[Threshold], totals: &Report) -> Vec<Outcome> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpStream;
+
+    use super::*;
+    use crate::Dashboard;
+    use wload_metrics::threshold::parse_all;
+    use wload_metrics::{Builtin, Recorder, Registry, untagged};
+
+    /// Two intervals of 3 and 2 requests, through `sink`.
+    fn feed(sink: &mut Collector) {
+        let rec = Recorder::new(Arc::new(Registry::new()));
+        let mut errors = Vec::new();
+        let thresholds = parse_all(&json!({ "http_reqs": ["count<4"] }), &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        sink.start(&RunStart {
+            test: "t.wasm",
+            scenarios: &[],
+            thresholds: &thresholds,
+            trend_stats: &[],
+            started: SystemTime::now(),
+        })
+        .unwrap();
+        let metrics = rec.registry().all();
+        for (i, n) in [3, 2].into_iter().enumerate() {
+            for _ in 0..n {
+                rec.record(&untagged(), &[(Builtin::HttpReqs.id(), 1.0)]);
+            }
+            let interval = rec.drain();
+            let vus = [ScenarioVus {
+                name: "default".into(),
+                active: 2,
+            }];
+            sink.write(&IntervalView {
+                scenario_vus: &vus,
+                interval: &interval,
+                start: i as f64,
+                end: i as f64 + 1.0,
+                time: 0.0,
+                metrics: &metrics,
+            })
+            .unwrap();
+        }
+        sink.finish().unwrap();
+    }
+
+    #[test]
+    fn the_report_collector_keeps_a_point_per_interval() {
+        let (mut sink, timelines) = Collector::new().unwrap();
+        feed(&mut sink);
+        let (timeline, meta) = timelines.take();
+        assert_eq!(meta.title, "t.wasm");
+        let reqs: Vec<&Value> = timeline.points.iter().map(|p| &p["reqs"]).collect();
+        assert_eq!(reqs, [&json!(3.0), &json!(2.0)]);
+        assert_eq!(timeline.points[1]["scenario_vus"]["default"], 2);
+    }
+
+    #[test]
+    fn the_dashboard_sends_totals_and_threshold_states_per_frame() {
+        let dashboard = Dashboard::start(0).unwrap();
+        let mut events = TcpStream::connect(dashboard.addr()).unwrap();
+        events
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            events,
+            "GET /events HTTP/1.1\r\nhost: 127.0.0.1:{}\r\n\r\n",
+            dashboard.addr().port()
+        )
+        .unwrap();
+        let mut lines = BufReader::new(events.try_clone().unwrap()).lines();
+        // The page is registered once its model has been sent.
+        assert!(lines.any(|l| l.unwrap() == "event: model"));
+        let (mut sink, _) = dashboard.collector().unwrap();
+        feed(&mut sink);
+        let mut frames = Vec::new();
+        let mut event = String::new();
+        for line in lines.map_while(Result::ok) {
+            if let Some(e) = line.strip_prefix("event: ") {
+                event = e.to_owned();
+            } else if let Some(data) = line.strip_prefix("data: ") {
+                if event == "end" {
+                    break;
+                }
+                if event == "frame" {
+                    frames.push(serde_json::from_str::<Value>(data).unwrap());
+                }
+            }
+        }
+        assert_eq!(frames.len(), 2);
+        let totals: Vec<&Value> = frames
+            .iter()
+            .map(|f| &f["summary"]["metrics"]["http_reqs"]["count"])
+            .collect();
+        assert_eq!(totals, [&json!(3.0), &json!(5.0)]);
+        let states: Vec<&Value> = frames.iter().map(|f| &f["thresholds"][0]["ok"]).collect();
+        assert_eq!(states, [&json!(true), &json!(false)]);
+        assert_eq!(frames[1]["point"]["reqs"], 2.0);
+    }
 }
