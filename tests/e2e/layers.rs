@@ -18,6 +18,7 @@ const ALLOWED: [(&str, &[&str]); 9] = [
         "wload",
         &[
             "wload-server",
+            "wload-report",
             "wload-engine",
             "wload-output",
             "wload-http",
@@ -39,6 +40,10 @@ const ALLOWED: [(&str, &[&str]); 9] = [
     (
         "wload-engine",
         &["wload-output", "wload-metrics", "wload-http", "wload-units"],
+    ),
+    (
+        "wload-report",
+        &["wload-output", "wload-metrics", "wload-units"],
     ),
     ("wload-output", &["wload-metrics", "wload-units"]),
     ("wload-metrics", &["wload-units"]),

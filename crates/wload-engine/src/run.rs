@@ -20,7 +20,7 @@ use wload_metrics::threshold::{self, Threshold};
 use wload_metrics::{Builtin, Recorder, Registry, TagSet, untagged};
 use wload_output::live::Live;
 use wload_output::progress::{self, Display, ProgressFrames, ScenarioPlan, ScenarioProgress};
-use wload_output::stream::{OutSpec, Outputs};
+use wload_output::stream::{OutSpec, Output, Outputs, RunStart};
 use wload_output::{Report, RunClock};
 use wload_units::format;
 
@@ -152,6 +152,10 @@ pub struct RunOptions {
     pub outputs: Vec<OutSpec>,
     /// The aggregation interval of the outputs and the progress display.
     pub out_interval: Duration,
+    /// Interval sinks of other crates (the dashboard, the HTML report's
+    /// timeline), each with the name its errors give; fed as the `--out`
+    /// files are.
+    pub sinks: Vec<(String, Box<dyn Output>)>,
     /// The tenant's egress policy (`wload serve`), on every request of
     /// the run from `options()` on; the test's `blacklistIPs` and
     /// `blockHostnames` can narrow it, nothing widens it. When set it
@@ -186,6 +190,10 @@ impl std::fmt::Debug for RunOptions {
             .field("progress", &self.progress.as_ref().map(|_| "…"))
             .field("outputs", &self.outputs)
             .field("out_interval", &self.out_interval)
+            .field(
+                "sinks",
+                &self.sinks.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            )
             .field("admit", &self.admit.as_ref().map(|_| "…"))
             .field("handle", &self.handle)
             .field("rps_limit", &self.rps_limit)
@@ -237,7 +245,10 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let interrupt = Owned::spawn(watch_interrupts(ctl.clone(), grace));
     // Opened before setup's first request: an unwritable --out is found
     // before any load, not after it.
-    let outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
+    let mut outputs = Outputs::open(&opts.outputs, SystemTime::now())?;
+    for (name, sink) in std::mem::take(&mut opts.sinks) {
+        outputs.add(&name, sink);
+    }
     // A run stopped before it began (by its handle) sends nothing.
     let setup_ran = !ctl.stopping();
     if setup_ran {
@@ -644,7 +655,7 @@ async fn drive(
     opts: &RunOptions,
     options: &config::Options,
     prepared: Vec<PreparedScenario>,
-    outputs: Outputs,
+    mut outputs: Outputs,
     recorder: &Arc<Recorder>,
     ctl: &Arc<RunControl>,
     max_vus: u32,
@@ -667,6 +678,14 @@ async fn drive(
     if let Some(frames) = &opts.progress {
         display = display.into_frames(frames.clone());
     }
+    let plans: Vec<ScenarioPlan> = prepared.iter().map(|p| p.plan.clone()).collect();
+    outputs.start(&RunStart {
+        test: &opts.test.name(),
+        scenarios: &plans,
+        thresholds: &options.thresholds,
+        trend_stats: &options.trend_stats,
+        started: SystemTime::now(),
+    });
     let live = Live::start(
         recorder.clone(),
         ctl.clone(),

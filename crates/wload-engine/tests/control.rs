@@ -47,6 +47,7 @@ fn hello(server: &TargetServer, options: Value, sleep_ms: u64) -> RunOptions {
         progress: None,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
+        sinks: Vec::new(),
         admit: None,
         handle: None,
         rps_limit: None,

@@ -89,6 +89,7 @@ async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTree
         progress: None,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
+        sinks: Vec::new(),
         egress: Some(tenant.clone()),
         admit: None,
         handle: None,

@@ -38,6 +38,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         progress: None,
         outputs: Vec::new(),
         out_interval: Duration::from_secs(1),
+        sinks: Vec::new(),
         egress: None,
         admit: None,
         handle: None,

@@ -67,6 +67,7 @@ impl Live {
                         recorder.record(&vus, &[(Builtin::Vus.id(), f64::from(n))]);
                         sampled = true;
                     }
+                    let scenario_vus = display.scenario_vus();
                     let drained = recorder.drain();
                     // Guests may define metrics during the run.
                     if drained
@@ -80,6 +81,7 @@ impl Live {
                     let start = drained.start.saturating_sub(offset).as_secs_f64();
                     let end = drained.end.saturating_sub(offset).as_secs_f64();
                     let view = IntervalView {
+                        scenario_vus: &scenario_vus,
                         interval: &drained,
                         start,
                         end,

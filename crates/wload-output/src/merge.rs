@@ -677,6 +677,7 @@ mod tests {
             rec.record(tags, &[(Builtin::HttpReqs.id(), 1.0)]);
             let interval = rec.drain();
             let view = IntervalView {
+                scenario_vus: &[],
                 interval: &interval,
                 start: interval.start.as_secs_f64(),
                 end: interval.end.as_secs_f64(),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use wload_metrics::{Builtin, Sink, TrendSink};
 use wload_units::format::{duration_short, millis, number};
 
-use super::stream::IntervalView;
+use super::stream::{IntervalView, ScenarioVus};
 
 /// How often plain (non-terminal) progress is printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(10);
@@ -199,6 +199,17 @@ impl Display {
         self.canvas = Canvas::Frames(frames);
         self.quiet = false;
         self
+    }
+
+    /// Each scenario's active VUs now, in the run's scenario order.
+    pub fn scenario_vus(&self) -> Vec<ScenarioVus> {
+        self.scenarios
+            .iter()
+            .map(|s| ScenarioVus {
+                name: s.plan.name.clone(),
+                active: s.active_vus.load(Ordering::Relaxed),
+            })
+            .collect()
     }
 
     /// Take in one interval's aggregates and redraw (on a terminal), or

@@ -152,6 +152,7 @@ async fn run(dir: &Path) -> Result<u8> {
         progress: Some(progress_frames(&files)?),
         outputs: vec![OutSpec::Json(files.intervals()), OutSpec::Hdr(files.hdr())],
         out_interval: Duration::from_millis(job.interval_ms.max(10)),
+        sinks: Vec::new(),
         admit: Some(admit),
         handle: Some(handle.clone()),
         rps_limit: rps_cap.clone(),

@@ -15,6 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 
+use crate::progress::ScenarioPlan;
+use wload_metrics::threshold::Threshold;
 use wload_metrics::{Interval, MetricDef, Sink};
 
 /// One `--out` flag.
@@ -57,6 +59,9 @@ impl OutSpec {
 
 /// What every output gets for one interval.
 pub struct IntervalView<'a> {
+    /// Active VUs of each scenario at the interval's end (sampled with
+    /// the `vus` gauge), in the run's scenario order.
+    pub scenario_vus: &'a [ScenarioVus],
     pub interval: &'a Interval,
     /// Start and end in seconds since the run started (VUs running;
     /// samples of setup land in the first interval).
@@ -92,15 +97,50 @@ impl IntervalView<'_> {
     }
 }
 
-/// One open output file.
-trait Output: Send {
+/// One scenario's active VUs at the end of an interval: what `vus` is
+/// the sum of, for outputs that show VUs per scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioVus {
+    pub name: String,
+    pub active: u32,
+}
+
+/// What a run tells its outputs once, when its clock starts.
+pub struct RunStart<'a> {
+    /// The test, as the run header names it.
+    pub test: &'a str,
+    pub scenarios: &'a [ScenarioPlan],
+    /// The thresholds as configured, for outputs that show their state
+    /// while the run goes.
+    pub thresholds: &'a [Threshold],
+    /// The trend statistics of the summary.
+    pub trend_stats: &'a [String],
+    /// Wall clock of the start.
+    pub started: SystemTime,
+}
+
+/// An interval sink: what every `--out` file is, and what another crate
+/// implements to see a run while it goes (the dashboard and the HTML
+/// report of `wload-report`), held by [`Outputs`] beside the files. It
+/// runs on the aggregation thread: a sink that does more than encode and
+/// write must hand the work to a thread of its own, since a slow sink
+/// delays the next interval for every output.
+pub trait Output: Send {
+    /// The run's clock starts: called once, before the first interval.
+    fn start(&mut self, run: &RunStart) -> Result<()> {
+        let _ = run;
+        Ok(())
+    }
     fn write(&mut self, view: &IntervalView) -> Result<()>;
+    /// The run is over: the last interval was written.
     fn finish(&mut self) -> Result<()>;
 }
 
 /// The open outputs of a run.
 pub struct Outputs {
-    outputs: Vec<(PathBuf, Box<dyn Output>)>,
+    /// Each output with the name its errors give (`--out FILE`, or the
+    /// sink's own).
+    outputs: Vec<(String, Box<dyn Output>)>,
 }
 
 impl Outputs {
@@ -108,7 +148,7 @@ impl Outputs {
     /// run rather than after it. `run_start` is the wall clock of the
     /// run's start (for the hdr log's StartTime).
     pub fn open(specs: &[OutSpec], run_start: SystemTime) -> Result<Outputs> {
-        let mut outputs: Vec<(PathBuf, Box<dyn Output>)> = Vec::new();
+        let mut outputs: Vec<(String, Box<dyn Output>)> = Vec::new();
         for spec in specs {
             let path = spec.path().to_owned();
             let file = std::fs::File::create(&path)
@@ -118,9 +158,27 @@ impl Outputs {
                 OutSpec::Csv(_) => Box::new(csv::CsvOut::new(file)?),
                 OutSpec::Hdr(_) => Box::new(hdr::HdrOut::new(file, run_start)?),
             };
-            outputs.push((path, out));
+            outputs.push((format!("--out {}", path.display()), out));
         }
         Ok(Outputs { outputs })
+    }
+
+    /// Add a sink of another crate; `name` is how its errors name it
+    /// (`--dashboard`).
+    pub fn add(&mut self, name: &str, sink: Box<dyn Output>) {
+        self.outputs.push((name.to_owned(), sink));
+    }
+
+    /// Tell every output that the run starts; one that fails is reported
+    /// and dropped, as in [`Outputs::write`].
+    pub fn start(&mut self, run: &RunStart) {
+        self.outputs.retain_mut(|(name, out)| match out.start(run) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("ERROR {name}: {e:#}; it gets nothing of this run");
+                false
+            }
+        });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -131,13 +189,10 @@ impl Outputs {
     /// output is reported once and that output is dropped (the run goes on).
     pub fn write(&mut self, view: &IntervalView) {
         self.outputs
-            .retain_mut(|(path, out)| match out.write(view) {
+            .retain_mut(|(name, out)| match out.write(view) {
                 Ok(()) => true,
                 Err(e) => {
-                    eprintln!(
-                        "ERROR --out {}: {e:#}; no more intervals are written to it",
-                        path.display()
-                    );
+                    eprintln!("ERROR {name}: {e:#}; no more intervals are written to it");
                     false
                 }
             });
@@ -145,9 +200,9 @@ impl Outputs {
 
     /// Flush and close every output.
     pub fn finish(&mut self) -> Result<()> {
-        for (path, out) in &mut self.outputs {
+        for (name, out) in &mut self.outputs {
             out.finish()
-                .with_context(|| format!("cannot finish the --out file {}", path.display()))?;
+                .with_context(|| format!("cannot finish {name}"))?;
         }
         Ok(())
     }

@@ -25,6 +25,7 @@ use wload_engine::sandbox::{EPOCH_TICK, Sandbox, SandboxLimits};
 use wload_http::{ClientConfig, TlsOptions};
 use wload_output::stream::OutSpec;
 use wload_output::{export, merge, shard, summary};
+use wload_report::{Collector, Dashboard};
 use wload_target::TargetServer;
 use wload_units::parse_duration;
 
@@ -129,6 +130,18 @@ enum Command {
         #[command(subcommand)]
         command: k8s::K8s,
     },
+    /// Write the HTML report of a finished run from what it saved: its
+    /// --summary-export file or its --shard-summary files (the shards of
+    /// a distributed run are merged, as `wload merge` does), plus its
+    /// --out json files and --out hdr logs for the charts over time.
+    Report {
+        /// Where to write the report.
+        #[arg(long, short, value_name = "FILE", default_value = "report.html")]
+        out: PathBuf,
+        /// The saved outputs.
+        #[arg(required = true, value_name = "FILE")]
+        inputs: Vec<PathBuf>,
+    },
     /// Start a built-in target server on 127.0.0.1 and load it with the
     /// bundled example test (10 VUs for 10s unless told otherwise).
     Demo {
@@ -228,6 +241,20 @@ struct LoadArgs {
     out: Vec<String>,
     // The duration flags below are text, read by `LoadArgs::options`: a
     // bad one is an invalid option (exit code 104), named with the others.
+    /// Serve a live dashboard of the run on 127.0.0.1 (its address is
+    /// printed): rates, VUs per scenario, latency percentiles, failures,
+    /// phases, checks and thresholds, updated each --out-interval.
+    /// [k6: K6_WEB_DASHBOARD]
+    #[arg(long)]
+    dashboard: bool,
+    /// Port of --dashboard on 127.0.0.1; 0 takes a free one.
+    /// [k6: K6_WEB_DASHBOARD_PORT]
+    #[arg(long, default_value_t = wload_report::dashboard::DEFAULT_PORT, value_name = "PORT")]
+    dashboard_port: u16,
+    /// Write the run's HTML report to FILE at the end: one self-contained
+    /// file that opens with no network. [k6: K6_WEB_DASHBOARD_EXPORT]
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     /// Aggregation interval of --out and of the live progress.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     out_interval: String,
@@ -558,6 +585,7 @@ impl LoadArgs {
             progress: None,
             outputs,
             out_interval,
+            sinks: Vec::new(),
             egress: None,
             admit: None,
             handle: None,
@@ -714,6 +742,12 @@ pub async fn main() -> Result<u8> {
             Ok(code)
         }
         Command::K8s { command } => k8s::main(command).await,
+        Command::Report { out, inputs } => {
+            let model = wload_report::inputs::model(&inputs)?;
+            wload_report::write_report(&out, &model)?;
+            eprintln!("report written to {}", out.display());
+            Ok(0)
+        }
         Command::Compile { test, output } => {
             compile(&test, &output)?;
             Ok(0)
@@ -733,7 +767,7 @@ fn print_merge(text: &str, json: &Value, export: Option<&std::path::Path>) -> Re
     Ok(())
 }
 
-async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
+async fn run_and_report(mut opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     let quiet = opts.quiet;
     // Opened before the run, so that an unwritable path is found before
     // any load; written only once the summary exists.
@@ -743,6 +777,38 @@ async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     };
     let shard_file = match &load.shard_summary {
         Some(path) => Some(ExportFile::open(path, "--shard-summary")?),
+        None => None,
+    };
+    let report_file = match &load.report {
+        Some(path) => Some(ExportFile::open(path, "--report")?),
+        None => None,
+    };
+    // The dashboard listens before the run, so that its address is known
+    // (and a taken port refused) before any load; it serves until exit.
+    let dashboard = match load
+        .dashboard
+        .then(|| Dashboard::start(load.dashboard_port))
+    {
+        Some(Err(e)) => {
+            for file in [export, shard_file, report_file].into_iter().flatten() {
+                file.abandon();
+            }
+            return Err(e);
+        }
+        started => started.and_then(Result::ok),
+    };
+    let timelines = match &dashboard {
+        Some(dashboard) => {
+            eprintln!("dashboard: http://{}/", dashboard.addr());
+            let (sink, timelines) = dashboard.collector()?;
+            opts.sinks.push(("--dashboard".to_owned(), Box::new(sink)));
+            Some(timelines)
+        }
+        None if report_file.is_some() => {
+            let (sink, timelines) = Collector::new()?;
+            opts.sinks.push(("--report".to_owned(), Box::new(sink)));
+            Some(timelines)
+        }
         None => None,
     };
     let seg = opts.segment;
@@ -757,7 +823,7 @@ async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     let outcome = match run::run(opts).await {
         Ok(outcome) => outcome,
         Err(e) => {
-            for file in [export, shard_file].into_iter().flatten() {
+            for file in [export, shard_file, report_file].into_iter().flatten() {
                 file.abandon();
             }
             return Err(e);
@@ -782,6 +848,20 @@ async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
         let _ = out.write_all(text.as_bytes());
         let _ = out.flush();
     }
+    if let (Some(file), Some(timelines)) = (report_file, &timelines) {
+        let (timeline, meta) = timelines.take();
+        let page = wload_report::html::page(&wload_report::model::model(
+            &outcome.report,
+            &timeline,
+            &meta,
+        ));
+        match file.write_text(&page) {
+            Ok(path) if !quiet => eprintln!("report written to {}", path.display()),
+            Ok(_) => {}
+            Err(e) if outcome.exit_code != 0 => eprintln!("ERROR {e:#}"),
+            Err(e) => return Err(e),
+        }
+    }
     if let Some(export) = export {
         let json = export::to_json(&outcome.report);
         match export.write(&json) {
@@ -796,7 +876,8 @@ async fn run_and_report(opts: RunOptions, load: &LoadArgs) -> Result<u8> {
     Ok(outcome.exit_code)
 }
 
-/// A `--summary-export` or `--shard-summary` file, opened before the run.
+/// A `--summary-export`, `--shard-summary` or `--report` file, opened
+/// before the run.
 struct ExportFile {
     path: PathBuf,
     file: std::fs::File,
@@ -826,8 +907,12 @@ impl ExportFile {
         })
     }
 
-    fn write(mut self, json: &serde_json::Value) -> Result<PathBuf> {
+    fn write(self, json: &serde_json::Value) -> Result<PathBuf> {
         let text = serde_json::to_string_pretty(json).context("cannot encode the summary")?;
+        self.write_text(&text)
+    }
+
+    fn write_text(mut self, text: &str) -> Result<PathBuf> {
         self.file
             .set_len(0)
             .and_then(|()| self.file.write_all(text.as_bytes()))

@@ -64,6 +64,17 @@ impl LoadArgs {
                 self.http.tls_client_cert.is_some(),
                 "it names a file on this machine",
             ),
+            (
+                "--dashboard",
+                self.dashboard,
+                "the run's intervals stay on the service",
+            ),
+            (
+                "--report",
+                self.report.is_some(),
+                "the run's intervals stay on the service; write one with `wload report` \
+                 from the run's summary",
+            ),
         ];
         for (flag, set, why) in local_only {
             if set {
