@@ -1,15 +1,20 @@
 //! Streaming outputs (`--out KIND=FILE`, repeatable): each output interval
 //! (`--out-interval`, default 1s) the run drains the recorder into one
 //! [`Interval`] of aggregates per metric and tag set, and every output
-//! writes that interval: JSON lines, CSV rows, or an HdrHistogram interval
-//! log per trend. Never one line per sample: the files grow with intervals
-//! × series, not with requests.
+//! writes that interval: JSON lines, CSV rows, an HdrHistogram interval
+//! log per trend, or a push to Prometheus (remote write).
+//! Never one line per sample: the files grow with intervals × series, not
+//! with requests.
 
 mod csv;
 mod hdr;
 mod json;
+mod prometheus;
+mod prometheus_wire;
+mod push;
 pub mod tag;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -23,15 +28,26 @@ pub enum OutSpec {
     Json(PathBuf),
     Csv(PathBuf),
     Hdr(PathBuf),
+    /// Prometheus remote write; no URL: `WLOAD_PROMETHEUS_RW_SERVER_URL`
+    /// or k6's default.
+    PrometheusRw(Option<String>),
 }
 
 /// The accepted forms, for error messages and help.
-pub const OUT_FORMS: &str = "json=FILE, csv=FILE or hdr=FILE";
+pub const OUT_FORMS: &str = "json=FILE, csv=FILE, hdr=FILE or prometheus-rw[=URL]";
 
 impl OutSpec {
-    /// Parse `KIND=FILE`.
+    /// Parse `KIND=FILE` or `KIND[=URL]`.
     pub fn parse(s: &str) -> Result<OutSpec, String> {
         let (kind, file) = s.split_once('=').unwrap_or((s, ""));
+        let url = (!file.is_empty()).then(|| file.to_owned());
+        match kind {
+            // k6's name for it too.
+            "prometheus-rw" | "experimental-prometheus-rw" => {
+                return Ok(OutSpec::PrometheusRw(url));
+            }
+            _ => {}
+        }
         if file.is_empty() {
             return Err(format!(
                 "invalid --out {s:?}: expected {OUT_FORMS} (e.g. --out json=results.jsonl)"
@@ -48,9 +64,10 @@ impl OutSpec {
         }
     }
 
-    fn path(&self) -> &Path {
+    fn path(&self) -> Option<&Path> {
         match self {
-            OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => p,
+            OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => Some(p),
+            OutSpec::PrometheusRw(_) => None,
         }
     }
 }
@@ -98,27 +115,39 @@ trait Output: Send {
     fn finish(&mut self) -> Result<()>;
 }
 
-/// The open outputs of a run.
+/// The open outputs of a run, each with what messages call it.
 pub struct Outputs {
-    outputs: Vec<(PathBuf, Box<dyn Output>)>,
+    outputs: Vec<(String, Box<dyn Output>)>,
 }
 
 impl Outputs {
-    /// Create every file now, so that an unwritable path fails before the
-    /// run rather than after it. `run_start` is the wall clock of the
-    /// run's start (for the hdr log's StartTime).
+    /// Create every file and read every remote output's settings (from
+    /// the environment) now, so that an unwritable path or a bad setting
+    /// fails before the run rather than after it. `run_start` is the wall
+    /// clock of the run's start (for the hdr log's StartTime).
     pub fn open(specs: &[OutSpec], run_start: SystemTime) -> Result<Outputs> {
-        let mut outputs: Vec<(PathBuf, Box<dyn Output>)> = Vec::new();
+        let mut outputs: Vec<(String, Box<dyn Output>)> = Vec::new();
+        let env: BTreeMap<String, String> = std::env::vars().collect();
         for spec in specs {
-            let path = spec.path().to_owned();
-            let file = std::fs::File::create(&path)
-                .with_context(|| format!("cannot create the --out file {}", path.display()))?;
-            let out: Box<dyn Output> = match spec {
-                OutSpec::Json(_) => Box::new(json::JsonOut::new(file)),
-                OutSpec::Csv(_) => Box::new(csv::CsvOut::new(file)?),
-                OutSpec::Hdr(_) => Box::new(hdr::HdrOut::new(file, run_start)?),
+            let (name, out): (String, Box<dyn Output>) = match (spec, spec.path()) {
+                (OutSpec::PrometheusRw(url), _) => (
+                    "prometheus-rw".into(),
+                    Box::new(prometheus::PrometheusOut::open(url.as_deref(), &env)?),
+                ),
+                (_, Some(path)) => {
+                    let file = std::fs::File::create(path).with_context(|| {
+                        format!("cannot create the --out file {}", path.display())
+                    })?;
+                    let out: Box<dyn Output> = match spec {
+                        OutSpec::Csv(_) => Box::new(csv::CsvOut::new(file)?),
+                        OutSpec::Hdr(_) => Box::new(hdr::HdrOut::new(file, run_start)?),
+                        _ => Box::new(json::JsonOut::new(file)),
+                    };
+                    (path.display().to_string(), out)
+                }
+                (_, None) => continue,
             };
-            outputs.push((path, out));
+            outputs.push((name, out));
         }
         Ok(Outputs { outputs })
     }
@@ -131,13 +160,10 @@ impl Outputs {
     /// output is reported once and that output is dropped (the run goes on).
     pub fn write(&mut self, view: &IntervalView) {
         self.outputs
-            .retain_mut(|(path, out)| match out.write(view) {
+            .retain_mut(|(name, out)| match out.write(view) {
                 Ok(()) => true,
                 Err(e) => {
-                    eprintln!(
-                        "ERROR --out {}: {e:#}; no more intervals are written to it",
-                        path.display()
-                    );
+                    eprintln!("ERROR --out {name}: {e:#}; no more intervals are written to it");
                     false
                 }
             });
@@ -145,9 +171,9 @@ impl Outputs {
 
     /// Flush and close every output.
     pub fn finish(&mut self) -> Result<()> {
-        for (path, out) in &mut self.outputs {
+        for (name, out) in &mut self.outputs {
             out.finish()
-                .with_context(|| format!("cannot finish the --out file {}", path.display()))?;
+                .with_context(|| format!("cannot finish --out {name}"))?;
         }
         Ok(())
     }
@@ -181,7 +207,17 @@ mod tests {
             OutSpec::parse("hdr=h.hlog"),
             Ok(OutSpec::Hdr("h.hlog".into()))
         );
-        for bad in ["influxdb=http://x", "json", "json=", "hdr:file"] {
+        assert_eq!(
+            OutSpec::parse("prometheus-rw=http://127.0.0.1:9090/api/v1/write"),
+            Ok(OutSpec::PrometheusRw(Some(
+                "http://127.0.0.1:9090/api/v1/write".into()
+            )))
+        );
+        assert_eq!(
+            OutSpec::parse("experimental-prometheus-rw"),
+            Ok(OutSpec::PrometheusRw(None))
+        );
+        for bad in ["statsd=127.0.0.1:8125", "json", "json=", "hdr:file"] {
             let err = OutSpec::parse(bad).unwrap_err();
             assert!(err.contains(OUT_FORMS), "{bad}: {err}");
         }
