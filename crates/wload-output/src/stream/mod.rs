@@ -2,12 +2,13 @@
 //! (`--out-interval`, default 1s) the run drains the recorder into one
 //! [`Interval`] of aggregates per metric and tag set, and every output
 //! writes that interval: JSON lines, CSV rows, an HdrHistogram interval
-//! log per trend, or a push to Prometheus (remote write).
+//! log per trend, or a push to Prometheus (remote write) or InfluxDB.
 //! Never one line per sample: the files grow with intervals × series, not
 //! with requests.
 
 mod csv;
 mod hdr;
+mod influxdb;
 mod json;
 mod prometheus;
 mod prometheus_wire;
@@ -31,10 +32,12 @@ pub enum OutSpec {
     /// Prometheus remote write; no URL: `WLOAD_PROMETHEUS_RW_SERVER_URL`
     /// or k6's default.
     PrometheusRw(Option<String>),
+    /// InfluxDB 1.x; no URL: `WLOAD_INFLUXDB_ADDR` or k6's default.
+    Influxdb(Option<String>),
 }
 
 /// The accepted forms, for error messages and help.
-pub const OUT_FORMS: &str = "json=FILE, csv=FILE, hdr=FILE or prometheus-rw[=URL]";
+pub const OUT_FORMS: &str = "json=FILE, csv=FILE, hdr=FILE, prometheus-rw[=URL] or influxdb[=URL]";
 
 impl OutSpec {
     /// Parse `KIND=FILE` or `KIND[=URL]`.
@@ -46,6 +49,7 @@ impl OutSpec {
             "prometheus-rw" | "experimental-prometheus-rw" => {
                 return Ok(OutSpec::PrometheusRw(url));
             }
+            "influxdb" => return Ok(OutSpec::Influxdb(url)),
             _ => {}
         }
         if file.is_empty() {
@@ -67,7 +71,7 @@ impl OutSpec {
     fn path(&self) -> Option<&Path> {
         match self {
             OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => Some(p),
-            OutSpec::PrometheusRw(_) => None,
+            OutSpec::PrometheusRw(_) | OutSpec::Influxdb(_) => None,
         }
     }
 }
@@ -133,6 +137,10 @@ impl Outputs {
                 (OutSpec::PrometheusRw(url), _) => (
                     "prometheus-rw".into(),
                     Box::new(prometheus::PrometheusOut::open(url.as_deref(), &env)?),
+                ),
+                (OutSpec::Influxdb(url), _) => (
+                    "influxdb".into(),
+                    Box::new(influxdb::InfluxOut::open(url.as_deref(), &env)?),
                 ),
                 (_, Some(path)) => {
                     let file = std::fs::File::create(path).with_context(|| {
@@ -217,6 +225,11 @@ mod tests {
             OutSpec::parse("experimental-prometheus-rw"),
             Ok(OutSpec::PrometheusRw(None))
         );
+        assert_eq!(
+            OutSpec::parse("influxdb=http://127.0.0.1:8086/k6"),
+            Ok(OutSpec::Influxdb(Some("http://127.0.0.1:8086/k6".into())))
+        );
+        assert_eq!(OutSpec::parse("influxdb"), Ok(OutSpec::Influxdb(None)));
         for bad in ["statsd=127.0.0.1:8125", "json", "json=", "hdr:file"] {
             let err = OutSpec::parse(bad).unwrap_err();
             assert!(err.contains(OUT_FORMS), "{bad}: {err}");
