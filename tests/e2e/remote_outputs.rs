@@ -394,3 +394,140 @@ fn a_down_endpoint_is_reported_once_and_the_run_goes_on() {
     );
     assert_eq!(target.stats.requests(), 0);
 }
+
+/// A bcrypt hash of `wload-e2e-secret` (cost 4, the least Prometheus
+/// takes), made with Python's `crypt.crypt(…, crypt.mksalt(METHOD_BLOWFISH,
+/// rounds=16))`: Prometheus' web config holds hashes, not passwords.
+const PASSWORD_HASH: &str = "$2b$04$AXhekI1ngBtBjacUCrYHzeqMUeOVrjfbjtcMqAY5RZS3.Ho5C8uDi";
+
+/// GET `path` over TLS (trusting `ca` only) with basic auth, as JSON.
+fn get_tls_json(addr: &str, ca: &[u8], auth: &str, path: &str) -> Value {
+    use rustls::pki_types::pem::PemObject as _;
+    use std::io::{Read, Write};
+    let mut roots = rustls::RootCertStore::empty();
+    let der = rustls::pki_types::CertificateDer::from_pem_slice(ca).expect("the CA's PEM");
+    roots.add(der).expect("trust the CA");
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("an IP name");
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name.to_owned())
+        .expect("a TLS client");
+    let sock = std::net::TcpStream::connect(addr).expect("connect to Prometheus");
+    sock.set_read_timeout(Some(LIMIT)).expect("a read timeout");
+    let mut tls = rustls::StreamOwned::new(conn, sock);
+    write!(
+        tls,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: {auth}\r\n\r\n"
+    )
+    .expect("send the query");
+    let mut raw = Vec::new();
+    // Go closes without close_notify at times: what was read is whole.
+    let _ = tls.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(head.starts_with("HTTP/1.0 200"), "GET {path}: {text}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+}
+
+#[test]
+fn prometheus_remote_write_over_tls_with_basic_auth() {
+    debian_packages(&["prometheus"]);
+    let dir = scratch("remote-prometheus-tls");
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()])
+        .expect("generate a certificate");
+    let (cert_file, key_file) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_file, cert.cert.pem()).expect("write the certificate");
+    std::fs::write(&key_file, cert.signing_key.serialize_pem()).expect("write the key");
+    let web = dir.join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: {}\n  key_file: {}\nbasic_auth_users:\n  wload: {PASSWORD_HASH}\n",
+            cert_file.display(),
+            key_file.display()
+        ),
+    )
+    .expect("write web.yml");
+    let config = dir.join("prometheus.yml");
+    std::fs::write(&config, "global:\n  scrape_interval: 1h\n").expect("write prometheus.yml");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut cmd = Command::new("prometheus");
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!("--web.config.file={}", web.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={addr}"))
+        .arg("--web.enable-remote-write-receiver");
+    let mut prom = Daemon::start(cmd, dir.join("prometheus.log"));
+    prom.wait_until(Duration::from_secs(60), || {
+        prom_ready(&dir.join("prometheus.log"))
+    });
+
+    let url = format!("prometheus-rw=https://{addr}/api/v1/write");
+    let ca = cert_file.display().to_string();
+    let pushed = run_hello(
+        "remote-prometheus-tls-run",
+        &["--out", &url, "--tag", "testid=tls"],
+        &[
+            ("WLOAD_PROMETHEUS_RW_PUSH_INTERVAL", "500ms"),
+            ("WLOAD_PROMETHEUS_RW_USERNAME", "wload"),
+            ("WLOAD_PROMETHEUS_RW_PASSWORD", "wload-e2e-secret"),
+            ("WLOAD_PROMETHEUS_RW_CA_CERTIFICATE", &ca),
+        ],
+    );
+    let query = encode(r#"sum(k6_http_reqs_total{testid="tls"})"#);
+    let auth = "Basic d2xvYWQ6d2xvYWQtZTJlLXNlY3JldA=="; // wload:wload-e2e-secret
+    let v = get_tls_json(
+        &addr,
+        cert.cert.pem().as_bytes(),
+        auth,
+        &format!("/api/v1/query?query={query}"),
+    );
+    let got: f64 = v["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no k6_http_reqs_total: {v}\n{}", prom.log()));
+    close(
+        got,
+        pushed.metric("http_reqs", "count"),
+        "k6_http_reqs_total over TLS",
+    );
+
+    // A wrong password: Prometheus refuses every push, the run goes on.
+    let target = server();
+    let mut cmd = wload();
+    cmd.arg("run")
+        .arg(guest("hello"))
+        .args(["--vus", "1", "--duration", "1s", "--out-interval", "100ms"])
+        .args(["--out", &url, "--quiet"])
+        .arg("-e")
+        .arg(format!("BASE_URL={}", target.base_url()))
+        .env("WLOAD_PROMETHEUS_RW_PUSH_INTERVAL", "200ms")
+        .env("WLOAD_PROMETHEUS_RW_USERNAME", "wload")
+        .env("WLOAD_PROMETHEUS_RW_PASSWORD", "wrong")
+        .env("WLOAD_PROMETHEUS_RW_CA_CERTIFICATE", &ca);
+    let out = run(cmd, LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.matches("a push failed: HTTP 401").count(),
+        1,
+        "the refusal, reported once: {stderr}"
+    );
+    drop(prom);
+}
+
+/// Whether Prometheus' log says it serves.
+fn prom_ready(log: &std::path::Path) -> bool {
+    std::fs::read_to_string(log)
+        .is_ok_and(|l| l.contains("Server is ready to receive web requests"))
+}
