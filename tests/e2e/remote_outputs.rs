@@ -376,7 +376,8 @@ fn a_down_endpoint_is_reported_once_and_the_run_goes_on() {
     );
     assert!(target.stats.requests() > 0, "the load went on");
 
-    // A misspelt setting stops the run before any request.
+    // A misspelt setting is invalid options: the run stops before any
+    // request.
     let target = server();
     let mut cmd = wload();
     cmd.arg("run")
@@ -387,7 +388,7 @@ fn a_down_endpoint_is_reported_once_and_the_run_goes_on() {
         .env("WLOAD_PROMETHEUS_RW_PUSH_INTERVALL", "1s");
     let out = run(cmd, LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(104), "{stderr}");
     assert!(
         stderr.contains("WLOAD_PROMETHEUS_RW_PUSH_INTERVALL is not a setting"),
         "{stderr}"

@@ -68,6 +68,21 @@ impl OutSpec {
         }
     }
 
+    /// What is wrong with a remote output's settings (its URL and the
+    /// `WLOAD_PROMETHEUS_RW_*` / `WLOAD_INFLUXDB_*` variables in `env`),
+    /// every problem on a line; `None` for files and good settings. The
+    /// CLI asks before the run so that they are invalid options, listed
+    /// with the others.
+    pub fn settings_problems(&self, env: &BTreeMap<String, String>) -> Option<String> {
+        match self {
+            OutSpec::PrometheusRw(url) => {
+                prometheus::PrometheusConfig::from_env(url.as_deref(), env).err()
+            }
+            OutSpec::Influxdb(url) => influxdb::InfluxConfig::from_env(url.as_deref(), env).err(),
+            _ => None,
+        }
+    }
+
     fn path(&self) -> Option<&Path> {
         match self {
             OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => Some(p),
