@@ -308,25 +308,9 @@ impl InfluxOut {
 impl Output for InfluxOut {
     fn write(&mut self, view: &IntervalView) -> Result<()> {
         let unit = divisor(&self.config.precision).unwrap_or(1);
-        let nanos = (view.time * 1e9) as u64;
-        let stamp = nanos / unit;
-        // Points with the same measurement and tags at one time are one
-        // point to InfluxDB: series that differ only by a tag moved into
-        // a field are written one time unit apart instead.
-        let mut taken: HashMap<String, u64> = HashMap::new();
-        for (def, tags, sink) in view.sorted() {
-            if sink.samples() == 0 {
-                continue;
-            }
-            let (key, fields) = point(def, tags, sink, &self.config.tags_as_fields);
-            let n = taken.entry(key.clone()).or_default();
-            let mut line = key;
-            line.push(' ');
-            line.push_str(&fields);
-            let _ = write!(line, " {}", stamp + *n);
-            *n += 1;
-            self.lines.push(line);
-        }
+        let stamp = (view.time * 1e9) as u64 / unit;
+        let rows = view.sorted();
+        lines(&rows, stamp, &self.config.tags_as_fields, &mut self.lines);
         if view.end - self.pushed_at >= self.config.push_interval.as_secs_f64() {
             self.pushed_at = view.end;
             self.flush();
@@ -338,6 +322,32 @@ impl Output for InfluxOut {
         self.flush();
         self.pusher.finish();
         Ok(())
+    }
+}
+
+/// The lines of one interval's series, stamped `stamp`. Points with the
+/// same measurement and tags at one time are one point to InfluxDB:
+/// series that differ only by a tag moved into a field are written one
+/// time unit apart instead, so that none overwrites another.
+fn lines(
+    rows: &[(&MetricDef, &TagSet, &Sink)],
+    stamp: u64,
+    tags_as_fields: &[(String, FieldType)],
+    out: &mut Vec<String>,
+) {
+    let mut taken: HashMap<String, u64> = HashMap::new();
+    for (def, tags, sink) in rows {
+        if sink.samples() == 0 {
+            continue;
+        }
+        let (key, fields) = point(def, tags, sink, tags_as_fields);
+        let n = taken.entry(key.clone()).or_default();
+        let mut line = key;
+        line.push(' ');
+        line.push_str(&fields);
+        let _ = write!(line, " {}", stamp + *n);
+        *n += 1;
+        out.push(line);
     }
 }
 
@@ -598,6 +608,34 @@ mod tests {
         assert!(
             fields.starts_with("value=20.0,count=2i,sum=40.0,min=10.0,max=30.0,med="),
             "{fields}"
+        );
+        // Two series that differ only by a tag written as a field.
+        let reqs = def("http_reqs", MetricKind::Counter);
+        let (a, b) = (TagSet::new([("url", "/a")]), TagSet::new([("url", "/b")]));
+        let one = Sink::Counter { sum: 1.0, count: 1 };
+        let rows = [(&reqs, &a, &one), (&reqs, &b, &one)];
+        let mut out = Vec::new();
+        lines(
+            &rows,
+            100,
+            &[("url".to_owned(), FieldType::String)],
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            [
+                r#"http_reqs value=1.0,count=1i,url="/a" 100"#,
+                r#"http_reqs value=1.0,count=1i,url="/b" 101"#
+            ]
+        );
+        let mut out = Vec::new();
+        lines(&rows, 100, &[], &mut out);
+        assert_eq!(
+            out,
+            [
+                "http_reqs,url=/a value=1.0,count=1i 100",
+                "http_reqs,url=/b value=1.0,count=1i 100"
+            ]
         );
         let mut s = String::new();
         field_value("a \"q\" \\", FieldType::String, &mut s);
