@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::support::repo_root;
 
 /// Each crate of the workspace and the wload crates it may depend on.
-const ALLOWED: [(&str, &[&str]); 9] = [
+const ALLOWED: [(&str, &[&str]); 10] = [
     (
         "wload",
         &[
@@ -45,7 +45,7 @@ const ALLOWED: [(&str, &[&str]); 9] = [
         "wload-report",
         &["wload-output", "wload-metrics", "wload-units"],
     ),
-    ("wload-output", &["wload-metrics", "wload-units"]),
+    ("wload-output", &["wload-metrics", "wload-http", "wload-units"]),
     ("wload-metrics", &["wload-units"]),
     ("wload-http", &[]),
     ("wload-units", &[]),

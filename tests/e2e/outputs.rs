@@ -325,16 +325,16 @@ fn unknown_out_kinds_are_refused_with_the_valid_forms() {
         "--iterations",
         "1",
         "--out",
-        "influxdb=http://localhost:8086",
+        "statsd=127.0.0.1:8125",
     ]);
     let out = run(cmd, LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(104), "{stderr}");
     assert!(
-        stderr.contains("json=FILE, csv=FILE or hdr=FILE"),
+        stderr.contains("json=FILE, csv=FILE, hdr=FILE, prometheus-rw[=URL] or influxdb[=URL]"),
         "{stderr}"
     );
-    assert!(stderr.contains("influxdb"), "{stderr}");
+    assert!(stderr.contains("statsd"), "{stderr}");
 }
 
 /// An unwritable `--summary-export` or `--out` is found before the first

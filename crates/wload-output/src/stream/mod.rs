@@ -1,15 +1,21 @@
 //! Streaming outputs (`--out KIND=FILE`, repeatable): each output interval
 //! (`--out-interval`, default 1s) the run drains the recorder into one
 //! [`Interval`] of aggregates per metric and tag set, and every output
-//! writes that interval: JSON lines, CSV rows, or an HdrHistogram interval
-//! log per trend. Never one line per sample: the files grow with intervals
-//! × series, not with requests.
+//! writes that interval: JSON lines, CSV rows, an HdrHistogram interval
+//! log per trend, or a push to Prometheus (remote write) or InfluxDB.
+//! Never one line per sample: the files grow with intervals × series, not
+//! with requests.
 
 mod csv;
 mod hdr;
+mod influxdb;
 mod json;
+mod prometheus;
+mod prometheus_wire;
+mod push;
 pub mod tag;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -25,15 +31,29 @@ pub enum OutSpec {
     Json(PathBuf),
     Csv(PathBuf),
     Hdr(PathBuf),
+    /// Prometheus remote write; no URL: `WLOAD_PROMETHEUS_RW_SERVER_URL`
+    /// or k6's default.
+    PrometheusRw(Option<String>),
+    /// InfluxDB 1.x; no URL: `WLOAD_INFLUXDB_ADDR` or k6's default.
+    Influxdb(Option<String>),
 }
 
 /// The accepted forms, for error messages and help.
-pub const OUT_FORMS: &str = "json=FILE, csv=FILE or hdr=FILE";
+pub const OUT_FORMS: &str = "json=FILE, csv=FILE, hdr=FILE, prometheus-rw[=URL] or influxdb[=URL]";
 
 impl OutSpec {
-    /// Parse `KIND=FILE`.
+    /// Parse `KIND=FILE` or `KIND[=URL]`.
     pub fn parse(s: &str) -> Result<OutSpec, String> {
         let (kind, file) = s.split_once('=').unwrap_or((s, ""));
+        let url = (!file.is_empty()).then(|| file.to_owned());
+        match kind {
+            // k6's name for it too.
+            "prometheus-rw" | "experimental-prometheus-rw" => {
+                return Ok(OutSpec::PrometheusRw(url));
+            }
+            "influxdb" => return Ok(OutSpec::Influxdb(url)),
+            _ => {}
+        }
         if file.is_empty() {
             return Err(format!(
                 "invalid --out {s:?}: expected {OUT_FORMS} (e.g. --out json=results.jsonl)"
@@ -50,9 +70,25 @@ impl OutSpec {
         }
     }
 
-    fn path(&self) -> &Path {
+    /// What is wrong with a remote output's settings (its URL and the
+    /// `WLOAD_PROMETHEUS_RW_*` / `WLOAD_INFLUXDB_*` variables in `env`),
+    /// every problem on a line; `None` for files and good settings. The
+    /// CLI asks before the run so that they are invalid options, listed
+    /// with the others.
+    pub fn settings_problems(&self, env: &BTreeMap<String, String>) -> Option<String> {
         match self {
-            OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => p,
+            OutSpec::PrometheusRw(url) => {
+                prometheus::PrometheusConfig::from_env(url.as_deref(), env).err()
+            }
+            OutSpec::Influxdb(url) => influxdb::InfluxConfig::from_env(url.as_deref(), env).err(),
+            _ => None,
+        }
+    }
+
+    fn path(&self) -> Option<&Path> {
+        match self {
+            OutSpec::Json(p) | OutSpec::Csv(p) | OutSpec::Hdr(p) => Some(p),
+            OutSpec::PrometheusRw(_) | OutSpec::Influxdb(_) => None,
         }
     }
 }
@@ -144,21 +180,37 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// Create every file now, so that an unwritable path fails before the
-    /// run rather than after it. `run_start` is the wall clock of the
-    /// run's start (for the hdr log's StartTime).
+    /// Create every file and read every remote output's settings (from
+    /// the environment) now, so that an unwritable path or a bad setting
+    /// fails before the run rather than after it. `run_start` is the wall
+    /// clock of the run's start (for the hdr log's StartTime).
     pub fn open(specs: &[OutSpec], run_start: SystemTime) -> Result<Outputs> {
         let mut outputs: Vec<(String, Box<dyn Output>)> = Vec::new();
+        let env: BTreeMap<String, String> = std::env::vars().collect();
         for spec in specs {
-            let path = spec.path().to_owned();
-            let file = std::fs::File::create(&path)
-                .with_context(|| format!("cannot create the --out file {}", path.display()))?;
-            let out: Box<dyn Output> = match spec {
-                OutSpec::Json(_) => Box::new(json::JsonOut::new(file)),
-                OutSpec::Csv(_) => Box::new(csv::CsvOut::new(file)?),
-                OutSpec::Hdr(_) => Box::new(hdr::HdrOut::new(file, run_start)?),
+            let (name, out): (String, Box<dyn Output>) = match (spec, spec.path()) {
+                (OutSpec::PrometheusRw(url), _) => (
+                    "--out prometheus-rw".into(),
+                    Box::new(prometheus::PrometheusOut::open(url.as_deref(), &env)?),
+                ),
+                (OutSpec::Influxdb(url), _) => (
+                    "--out influxdb".into(),
+                    Box::new(influxdb::InfluxOut::open(url.as_deref(), &env)?),
+                ),
+                (_, Some(path)) => {
+                    let file = std::fs::File::create(path).with_context(|| {
+                        format!("cannot create the --out file {}", path.display())
+                    })?;
+                    let out: Box<dyn Output> = match spec {
+                        OutSpec::Csv(_) => Box::new(csv::CsvOut::new(file)?),
+                        OutSpec::Hdr(_) => Box::new(hdr::HdrOut::new(file, run_start)?),
+                        _ => Box::new(json::JsonOut::new(file)),
+                    };
+                    (format!("--out {}", path.display()), out)
+                }
+                (_, None) => continue,
             };
-            outputs.push((format!("--out {}", path.display()), out));
+            outputs.push((name, out));
         }
         Ok(Outputs { outputs })
     }
@@ -236,7 +288,22 @@ mod tests {
             OutSpec::parse("hdr=h.hlog"),
             Ok(OutSpec::Hdr("h.hlog".into()))
         );
-        for bad in ["influxdb=http://x", "json", "json=", "hdr:file"] {
+        assert_eq!(
+            OutSpec::parse("prometheus-rw=http://127.0.0.1:9090/api/v1/write"),
+            Ok(OutSpec::PrometheusRw(Some(
+                "http://127.0.0.1:9090/api/v1/write".into()
+            )))
+        );
+        assert_eq!(
+            OutSpec::parse("experimental-prometheus-rw"),
+            Ok(OutSpec::PrometheusRw(None))
+        );
+        assert_eq!(
+            OutSpec::parse("influxdb=http://127.0.0.1:8086/k6"),
+            Ok(OutSpec::Influxdb(Some("http://127.0.0.1:8086/k6".into())))
+        );
+        assert_eq!(OutSpec::parse("influxdb"), Ok(OutSpec::Influxdb(None)));
+        for bad in ["statsd=127.0.0.1:8125", "json", "json=", "hdr:file"] {
             let err = OutSpec::parse(bad).unwrap_err();
             assert!(err.contains(OUT_FORMS), "{bad}: {err}");
         }

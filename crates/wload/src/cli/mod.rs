@@ -511,9 +511,13 @@ impl LoadArgs {
     fn options(&self, test: TestSource, extra_env: &[(String, String)]) -> Result<RunOptions> {
         let mut problems = Vec::new();
         let mut outputs = Vec::new();
+        let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
         for spec in &self.out {
             match OutSpec::parse(spec) {
-                Ok(o) => outputs.push(o),
+                Ok(o) => {
+                    problems.extend(o.settings_problems(&env));
+                    outputs.push(o)
+                }
                 Err(e) => problems.push(e),
             }
         }
