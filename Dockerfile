@@ -37,6 +37,9 @@ RUN groupadd --system --gid 10001 wload \
     && useradd --system --uid 10001 --gid 10001 --create-home \
        --home-dir /home/wload --shell /usr/sbin/nologin wload
 COPY --from=build /usr/local/bin/wload /usr/local/bin/wload
+# `wload serve`'s data directory (docs/server.md): a volume mounted here
+# starts owned by the service's user.
+RUN install -d -o 10001 -g 10001 -m 700 /var/lib/wload
 USER 10001:10001
 WORKDIR /home/wload
 # The compile cache in /tmp: the pods' root filesystem is read-only and
