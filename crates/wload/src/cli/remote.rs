@@ -64,6 +64,11 @@ impl LoadArgs {
                 self.http.tls_client_cert.is_some(),
                 "it names a file on this machine",
             ),
+            (
+                "-p",
+                !self.params.is_empty(),
+                "plugins run locally: `wload run PLUGIN.wasm -p NAME=VALUE`",
+            ),
         ];
         for (flag, set, why) in local_only {
             if set {
