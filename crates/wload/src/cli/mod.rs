@@ -2,6 +2,7 @@
 //! prints what comes back. Option precedence: flags > `WLOAD_*`
 //! environment variables > the test's own `options()`.
 
+mod plugin;
 mod remote;
 
 use std::collections::HashMap;
@@ -52,6 +53,12 @@ enum Command {
         test: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
+    },
+    /// Scenario plugins (components of wload:scenario/plugin, run with
+    /// `wload run PLUGIN.wasm -p NAME=VALUE`): `wload plugin info X.wasm`.
+    Plugin {
+        #[command(subcommand)]
+        command: plugin::PluginCommand,
     },
     /// Compile a test ahead of time into a .cwasm for this machine.
     Compile {
@@ -721,6 +728,7 @@ pub async fn main() -> Result<u8> {
             compile(&test, &output)?;
             Ok(0)
         }
+        Command::Plugin { command } => command.run().await,
     }
 }
 
