@@ -19,6 +19,7 @@ mod languages;
 mod layers;
 mod load;
 mod outputs;
+mod plugins;
 mod results;
 mod service;
 mod validation;
