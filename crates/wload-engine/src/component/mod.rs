@@ -145,8 +145,10 @@ impl CompiledTest {
     pub fn instance_pre(&self, engine: &Engine) -> Result<TestPre<host::VuState>> {
         if self.kind == GuestKind::Plugin {
             bail!(
-                "{} is a plugin, not a test: run it with `wload run`",
-                self.path.display()
+                "{} is a plugin (a component of {}), not a test: only tests are taken here; \
+                 run a plugin with `wload run PLUGIN.wasm -p NAME=VALUE`",
+                self.path.display(),
+                plugin::WORLD
             );
         }
         let component = self.component(engine)?;
