@@ -1,5 +1,6 @@
 //! Building the example guests (`examples/`, a cargo workspace of its own)
-//! for wasm32-wasip2 into `target/guests/`. One file shared by the build
+//! and the scenario plugins (`plugins/`, another one) for wasm32-wasip2
+//! into `target/guests/`. One file shared by the build
 //! script (the bundled demo test), the end-to-end tests, the engine's
 //! tests and the benchmarks (each includes it with `#[path]`), so all
 //! build the same way into the same directory and compile each guest
@@ -41,6 +42,20 @@ pub fn guest_dir(root: &Path) -> PathBuf {
 /// `cargo build --release --target wasm32-wasip2` of the examples
 /// workspace under the repository `root`: one package, or all of them.
 pub fn build_guests(root: &Path, package: Option<&str>) -> std::io::Result<ExitStatus> {
+    build_workspace(root, "examples/Cargo.toml", package)
+}
+
+/// The same for the plugins workspace (`plugins/`), into the same
+/// directory: the two share their dependencies' builds.
+pub fn build_plugins(root: &Path, package: Option<&str>) -> std::io::Result<ExitStatus> {
+    build_workspace(root, "plugins/Cargo.toml", package)
+}
+
+fn build_workspace(
+    root: &Path,
+    manifest: &str,
+    package: Option<&str>,
+) -> std::io::Result<ExitStatus> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--release", "--target", "wasm32-wasip2"]);
@@ -48,7 +63,7 @@ pub fn build_guests(root: &Path, package: Option<&str>) -> std::io::Result<ExitS
         cmd.args(["-p", package]);
     }
     cmd.arg("--manifest-path")
-        .arg(root.join("examples/Cargo.toml"))
+        .arg(root.join(manifest))
         .arg("--target-dir")
         .arg(root.join("target/guests"));
     // The outer build's settings are for the host, not the guest.

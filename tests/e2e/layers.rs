@@ -45,7 +45,10 @@ const ALLOWED: [(&str, &[&str]); 10] = [
         "wload-report",
         &["wload-output", "wload-metrics", "wload-units"],
     ),
-    ("wload-output", &["wload-metrics", "wload-http", "wload-units"]),
+    (
+        "wload-output",
+        &["wload-metrics", "wload-http", "wload-units"],
+    ),
     ("wload-metrics", &["wload-units"]),
     ("wload-http", &[]),
     ("wload-units", &[]),

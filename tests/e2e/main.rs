@@ -20,6 +20,7 @@ mod languages;
 mod layers;
 mod load;
 mod outputs;
+mod plugins;
 mod remote_outputs;
 mod report;
 mod results;

@@ -32,6 +32,20 @@ pub fn guest(name: &str) -> PathBuf {
     guests().join(format!("{name}.wasm"))
 }
 
+/// A scenario plugin of `plugins/` (built once per test process, with
+/// all the others): the path of its `.wasm`.
+pub fn plugin(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = repo_root();
+        let status =
+            guests::build_plugins(&root, None).expect("cannot run cargo to build the plugins");
+        assert!(status.success(), "building the plugins failed");
+        guests::guest_dir(&root)
+    })
+    .join(format!("{}.wasm", name.replace('-', "_")))
+}
+
 /// A runtime for the target servers of all tests.
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();

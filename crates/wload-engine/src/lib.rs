@@ -1,6 +1,6 @@
 //! The engine of wload: everything between the command line and the
-//! layers below it. A run ([`run`]) loads and compiles the test
-//! ([`component`]), builds its sandboxes ([`sandbox`]), merges its options
+//! layers below it. A run ([`run`]) loads and compiles the test or the
+//! scenario plugin ([`component`], [`plugin`]), builds its sandboxes ([`sandbox`]), merges its options
 //! ([`config`]), and drives VUs with the scenarios' executors
 //! ([`executor`]); a VU's guest calls the host imports ([`host`]), which
 //! send requests with `wload_http` (paced by [`rate`] when the run has an
@@ -12,6 +12,7 @@ pub mod component;
 pub mod config;
 pub mod executor;
 pub mod host;
+pub mod plugin;
 pub mod rate;
 pub mod run;
 pub mod sandbox;

@@ -32,7 +32,9 @@ use crate::executor::{
     self, Outcome, RunControl, Scenario, ScenarioConfig, Segment, StopSignal, Vu, VuFactory,
 };
 pub use crate::executor::{RunHandle, RunStatus};
-use crate::host::{self, RunShared, Test, VuScenario, VuState};
+use crate::host::{self, RunShared, VuScenario, VuState};
+use crate::plugin::params::{self as plugin_params, RawParam};
+use crate::plugin::{self, Description, Guest, GuestKind, Param};
 use crate::rate::{RateLimiter, RpsCap};
 use crate::sandbox::{Sandbox, SandboxLimits, check_process_limits};
 use crate::task::Owned;
@@ -140,6 +142,9 @@ pub struct RunOptions {
     pub config_file: Option<PathBuf>,
     /// `-e KEY=VALUE` variables for the test.
     pub env: HashMap<String, String>,
+    /// `-p NAME=VALUE` parameters of a plugin, in the order given; they
+    /// override the options file's `params`. A test takes none.
+    pub params: Vec<RawParam>,
     pub limits: SandboxLimits,
     pub http: ClientConfig,
     pub cache: Cache,
@@ -183,6 +188,7 @@ impl std::fmt::Debug for RunOptions {
             .field("env_options", &self.env_options)
             .field("config_file", &self.config_file)
             .field("env", &self.env)
+            .field("params", &self.params)
             .field("limits", &self.limits)
             .field("http", &self.http)
             .field("segment", &self.segment)
@@ -218,9 +224,29 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let probe = Sandbox::probe(opts.limits)?;
     let _probe_ticker = probe.start_ticker();
     let compiled = load(&opts, &probe)?;
+    let mut file_options = match &opts.config_file {
+        Some(path) => config::file_layer(path)?,
+        None => Map::new(),
+    };
+    let mut given = match &opts.config_file {
+        Some(path) => plugin_params::take_from_options(&mut file_options, path)
+            .map_err(|e| invalid_config(format!("{e:#}")))?,
+        None => Vec::new(),
+    };
+    given.extend(opts.params.iter().cloned());
+    // Before any instance runs: a wrong parameter sends nothing.
+    let (params, description) = plugin_params(&opts, &probe, &compiled, &given).await?;
     let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
-    let mut test = ProbeInstance::start(&opts, &probe, &compiled, &recorder).await?;
-    let options = test.options(&opts, &recorder).await?;
+    let mut test = ProbeInstance::start(
+        &opts,
+        &probe,
+        &compiled,
+        &recorder,
+        &params,
+        description.as_ref(),
+    )
+    .await?;
+    let options = test.options(&opts, file_options, &recorder).await?;
     test.apply_run_options(&opts, &options)?;
     let seg = opts.segment;
     let plan = plan(&options, &seg);
@@ -260,8 +286,16 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         .with_hard_stop(probe.hard_stop.clone());
     let _pool_ticker = pool.start_ticker();
     let init = Instant::now();
-    let prepared =
-        prepare_scenarios(&options, &compiled, &pool, &test.shared, &seg, &ctl.stop).await?;
+    let prepared = prepare_scenarios(
+        &options,
+        &compiled,
+        params,
+        &pool,
+        &test.shared,
+        &seg,
+        &ctl.stop,
+    )
+    .await?;
     let vu_start = init.elapsed();
     recorder.record(&untagged(), &[(Builtin::VusMax.id(), f64::from(max_vus))]);
     ctl.vus_max.store(max_vus, Ordering::Relaxed);
@@ -357,11 +391,37 @@ fn load(opts: &RunOptions, probe: &Sandbox) -> Result<CompiledTest> {
     }
 }
 
+/// A plugin's parameters, checked against its description (which comes
+/// back too, for the docs of later errors); a test must be given none.
+async fn plugin_params(
+    opts: &RunOptions,
+    probe: &Sandbox,
+    compiled: &CompiledTest,
+    given: &[RawParam],
+) -> Result<(Vec<Param>, Option<Description>)> {
+    if compiled.kind == GuestKind::Test {
+        if let Some(p) = given.first() {
+            return Err(invalid_config(format!(
+                "{} is a test, not a plugin: parameters ({}) are for plugins; pass values to a \
+                 test with -e KEY=VALUE",
+                opts.test.name(),
+                p.name
+            )));
+        }
+        return Ok((Vec::new(), None));
+    }
+    let description = plugin::describe(compiled, probe)
+        .await
+        .with_context(|| format!("{} cannot describe itself", opts.test.name()))?;
+    let params = plugin_params::resolve(&description, given).map_err(invalid_config)?;
+    Ok((params, Some(description)))
+}
+
 /// The test's instance on the probe engine: it answers `options()` and
 /// `functions()`, and runs setup and teardown.
 struct ProbeInstance {
     store: Store<VuState>,
-    test: Test,
+    test: Guest,
     /// What every VU shares; the run's client and tags once the options
     /// are known.
     shared: Arc<RunShared>,
@@ -401,8 +461,10 @@ impl ProbeInstance {
         probe: &Sandbox,
         compiled: &CompiledTest,
         recorder: &Arc<Recorder>,
+        params: &[Param],
+        description: Option<&Description>,
     ) -> Result<ProbeInstance> {
-        let pre = compiled.instance_pre(&probe.engine)?;
+        let pre = compiled.guest_pre(&probe.engine, params.to_vec())?;
         let setup_scenario = VuScenario::new(
             "setup",
             HashMap::new(),
@@ -427,11 +489,27 @@ impl ProbeInstance {
             &probe.engine,
             VuState::new(shared.clone(), probe, 0, setup_scenario),
         );
-        let test = pre
-            .instantiate_async(&mut store)
-            .await
-            .anyhow()
-            .context("cannot instantiate the test")?;
+        let test = match pre.instantiate_async(&mut store).await {
+            Ok(test) => test,
+            Err(e) => {
+                // The plugin's own check of its parameters: refused like
+                // the engine's, with the docs of the parameter at fault.
+                if let Some(plugin::Refused(refusal)) = e.downcast_ref() {
+                    let message = format!("{}: {}", refusal.name, refusal.message);
+                    let spec =
+                        description.and_then(|d| d.params.iter().find(|p| p.name == refusal.name));
+                    return Err(invalid_config(match (spec, description) {
+                        (Some(spec), Some(d)) => format!(
+                            "invalid parameters for the plugin {} (1 problem):\n\n{}",
+                            d.name,
+                            plugin_params::with_docs(&message, spec)
+                        ),
+                        _ => format!("the plugin refused its parameters: {message}"),
+                    }));
+                }
+                return Err(e.context("cannot instantiate the test"));
+            }
+        };
         Ok(ProbeInstance {
             store,
             test,
@@ -442,11 +520,12 @@ impl ProbeInstance {
     /// The run's options: the test's own, the config file's, `WLOAD_*`
     /// and the flags, merged in that order of precedence and checked
     /// against the test (its metrics and entry points).
-    async fn options(&mut self, opts: &RunOptions, recorder: &Recorder) -> Result<config::Options> {
-        let file_options = match &opts.config_file {
-            Some(path) => config::file_layer(path)?,
-            None => Map::new(),
-        };
+    async fn options(
+        &mut self,
+        opts: &RunOptions,
+        file_options: Map<String, Value>,
+        recorder: &Recorder,
+    ) -> Result<config::Options> {
         let options_json = self
             .test
             .call_options(&mut self.store)
@@ -588,12 +667,13 @@ struct PreparedScenario {
 async fn prepare_scenarios(
     options: &config::Options,
     compiled: &CompiledTest,
+    params: Vec<Param>,
     pool: &Sandbox,
     shared: &Arc<RunShared>,
     seg: &Segment,
     run_stop: &Arc<StopSignal>,
 ) -> Result<Vec<PreparedScenario>> {
-    let vu_pre = Arc::new(compiled.instance_pre(&pool.engine)?);
+    let vu_pre = Arc::new(compiled.guest_pre(&pool.engine, params)?);
     let next_id = Arc::new(AtomicU32::new(1));
     let mut prepared = Vec::with_capacity(options.scenarios.len());
     for config in &options.scenarios {

@@ -39,6 +39,7 @@ fn hello(server: &TargetServer, options: Value, sleep_ms: u64) -> RunOptions {
         env_options: serde_json::Map::new(),
         config_file: None,
         env,
+        params: Vec::new(),
         limits: SandboxLimits::default(),
         http: ClientConfig::default(),
         cache: Cache::disabled(),

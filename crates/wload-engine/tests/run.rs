@@ -28,6 +28,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         test: TestSource::File(test),
         cli_options,
         env_options: Map::new(),
+        params: Vec::new(),
         config_file: None,
         env: HashMap::from([("FAULT".to_owned(), "setup".to_owned())]),
         limits: SandboxLimits::default(),

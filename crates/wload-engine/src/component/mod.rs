@@ -1,6 +1,7 @@
 //! Loading a test: recognising the file, compiling it once (cached on disk
-//! by content hash), checking that it is a test of the `wload:test` world,
-//! and reading what the pool must provide for one instance.
+//! by content hash), checking that it is a test of the `wload:test` world
+//! or a plugin of the `wload:scenario` one, and reading what the pool must
+//! provide for one instance.
 //!
 //! Core modules carrying the world's metadata (what the AssemblyScript and
 //! Go SDKs build) are turned into components first, in [`core`], WASI
@@ -24,6 +25,7 @@ pub use core::has_component_metadata;
 
 use crate::WasmtimeResult;
 use crate::host::{self, TestPre};
+use crate::plugin::{self, GuestKind, GuestPre, Param, PluginPre};
 use crate::sandbox::InstanceNeeds;
 
 /// The world every test must target.
@@ -66,6 +68,8 @@ pub struct CompiledTest {
     /// Serialized compiled code.
     pub cwasm: std::sync::Arc<Vec<u8>>,
     pub needs: InstanceNeeds,
+    /// A test or a plugin.
+    pub kind: GuestKind,
 }
 
 impl CompiledTest {
@@ -108,7 +112,8 @@ impl CompiledTest {
                 "{name} cannot be loaded (a .cwasm must come from this version of `wload compile`)"
             )
         })?;
-        check_world(engine, &component).with_context(|| format!("{name} is not a wload test"))?;
+        let kind = check_world(engine, &component)
+            .with_context(|| format!("{name} is not a wload test or plugin"))?;
         let needs = match component.resources_required() {
             Some(r) => InstanceNeeds {
                 memories: r.num_memories,
@@ -126,6 +131,7 @@ impl CompiledTest {
             path: path.to_owned(),
             cwasm: std::sync::Arc::new(cwasm),
             needs,
+            kind,
         })
     }
 
@@ -135,12 +141,42 @@ impl CompiledTest {
         deserialize(engine, &self.cwasm)
     }
 
-    /// Pre-linked instance factory for `engine`.
+    /// Pre-linked instance factory of a test for `engine`.
     pub fn instance_pre(&self, engine: &Engine) -> Result<TestPre<host::VuState>> {
+        if self.kind == GuestKind::Plugin {
+            bail!(
+                "{} is a plugin (a component of {}), not a test: only tests are taken here; \
+                 run a plugin with `wload run PLUGIN.wasm -p NAME=VALUE`",
+                self.path.display(),
+                plugin::WORLD
+            );
+        }
         let component = self.component(engine)?;
         let linker = host::linker(engine)?;
         let pre = linker.instantiate_pre(&component).anyhow()?;
         TestPre::new(pre).anyhow()
+    }
+
+    /// Pre-linked instance factory of the test or the plugin for
+    /// `engine`; a plugin's instances are configured with `params`.
+    pub fn guest_pre(&self, engine: &Engine, params: Vec<Param>) -> Result<GuestPre> {
+        let component = self.component(engine)?;
+        let pre = host::linker(engine)?.instantiate_pre(&component).anyhow()?;
+        GuestPre::new(pre, self.kind, params)
+    }
+
+    /// Pre-linked instance factory of the plugin, for `describe`.
+    pub fn plugin_pre(&self, engine: &Engine) -> Result<PluginPre<host::VuState>> {
+        if self.kind != GuestKind::Plugin {
+            bail!(
+                "{} is a test, not a plugin (a plugin is a component of the world {})",
+                self.path.display(),
+                plugin::WORLD
+            );
+        }
+        let component = self.component(engine)?;
+        let pre = host::linker(engine)?.instantiate_pre(&component).anyhow()?;
+        PluginPre::new(pre).anyhow()
     }
 }
 
@@ -152,16 +188,38 @@ fn deserialize(engine: &Engine, cwasm: &[u8]) -> Result<Component> {
     unsafe { Component::deserialize(engine, cwasm) }.anyhow()
 }
 
-/// Check imports and exports against the world, with one-line errors.
-fn check_world(engine: &Engine, component: &Component) -> Result<()> {
+/// Check imports and exports against the worlds, with one-line errors:
+/// a component exporting `describe` is held to the plugin world, any
+/// other to the test world.
+fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
+    let is_plugin = component
+        .component_type()
+        .exports(engine)
+        .any(|(name, _)| name == "describe");
+    let worlds = if is_plugin {
+        format!("the world {}", plugin::WORLD)
+    } else {
+        format!("the world {WORLD} (or, for a plugin, {})", plugin::WORLD)
+    };
     let linker = host::linker(engine)?;
     let pre = linker.instantiate_pre(component).map_err(|e| {
         anyhow::anyhow!(
-            "it imports something wload does not provide ({}); expected a component of the world {WORLD} \
+            "it imports something wload does not provide ({}); expected a component of {worlds} \
              (imports: wload:test/http, checks, metrics, vu and WASI 0.2)",
             one_line(&e.to_string())
         )
     })?;
+    if is_plugin {
+        PluginPre::new(pre).map_err(|e| {
+            anyhow::anyhow!(
+                "its exports do not match the world {} ({}); a plugin exports describe, configure, \
+                 setup, iteration and teardown",
+                plugin::WORLD,
+                one_line(&format!("{e:#}"))
+            )
+        })?;
+        return Ok(GuestKind::Plugin);
+    }
     TestPre::new(pre).map_err(|e| {
         anyhow::anyhow!(
             "its exports do not match the world {WORLD} ({}); a test exports options, setup, functions, \
@@ -169,7 +227,7 @@ fn check_world(engine: &Engine, component: &Component) -> Result<()> {
             one_line(&format!("{e:#}"))
         )
     })?;
-    Ok(())
+    Ok(GuestKind::Test)
 }
 
 fn one_line(s: &str) -> String {

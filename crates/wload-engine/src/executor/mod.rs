@@ -46,7 +46,8 @@ pub use vu::{Outcome, Vu};
 
 use wload_output::progress::ScenarioPlan;
 
-use crate::host::{RunShared, TestPre, VuScenario, VuState};
+use crate::host::{RunShared, VuScenario};
+use crate::plugin::GuestPre;
 use crate::sandbox::Sandbox;
 use crate::task::Owned;
 
@@ -278,7 +279,7 @@ impl ScenarioConfig {
 /// more during it (arrival-rate executors).
 #[derive(Clone)]
 pub struct VuFactory {
-    pub pre: Arc<TestPre<VuState>>,
+    pub pre: Arc<GuestPre>,
     pub sandbox: Sandbox,
     pub shared: Arc<RunShared>,
     pub scenario: Arc<VuScenario>,

@@ -1,4 +1,4 @@
-//! One virtual user: a store, an instance of the test, and the loop body
+//! One virtual user: a store, an instance of the test (or plugin), and the loop body
 //! that runs one iteration and records it.
 //!
 //! A trap (panic, memory limit, guest timeout) fails the iteration and
@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use wasmtime::Store;
 
 use super::Failures;
-use crate::WasmtimeResult;
-use crate::host::{self, RunShared, Stopped, Test, TestPre, VuScenario, VuState};
+use crate::host::{self, RunShared, Stopped, VuScenario, VuState};
+use crate::plugin::{Guest, GuestPre};
 use crate::sandbox::Sandbox;
 use wload_metrics::{Builtin, Recorder, Tags};
 
@@ -31,8 +31,8 @@ pub enum Outcome {
 pub struct Vu {
     pub id: u32,
     store: Store<VuState>,
-    test: Test,
-    pre: Arc<TestPre<VuState>>,
+    test: Guest,
+    pre: Arc<GuestPre>,
     sandbox: Sandbox,
     exec: String,
     /// Tags of the iteration metrics.
@@ -45,7 +45,7 @@ impl Vu {
         id: u32,
         scenario: Arc<VuScenario>,
         exec: &str,
-        pre: Arc<TestPre<VuState>>,
+        pre: Arc<GuestPre>,
         sandbox: Sandbox,
         shared: Arc<RunShared>,
     ) -> Result<Vu> {
@@ -55,7 +55,6 @@ impl Vu {
         let test = pre
             .instantiate_async(&mut store)
             .await
-            .anyhow()
             .with_context(|| format!("cannot start VU {id}"))?;
         Ok(Vu {
             id,
@@ -133,7 +132,6 @@ impl Vu {
             .pre
             .instantiate_async(&mut self.store)
             .await
-            .anyhow()
             .with_context(|| format!("cannot restart VU {} after a trap", self.id))?;
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! environment variables > the test's own `options()`.
 
 mod k8s;
+mod plugin;
 mod remote;
 
 use std::collections::HashMap;
@@ -20,6 +21,7 @@ use crate::demo::HELLO_WASM;
 use wload_engine::component::{Cache, FileKind, detect};
 use wload_engine::config;
 use wload_engine::executor::Segment;
+use wload_engine::plugin::params::RawParam;
 use wload_engine::run::{self, ExitError, RunOptions, TestSource, exit};
 use wload_engine::sandbox::{EPOCH_TICK, Sandbox, SandboxLimits};
 use wload_http::{ClientConfig, TlsOptions};
@@ -46,12 +48,19 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a test (a .wasm component, or a .cwasm from `wload compile`).
+    /// Run a test or a scenario plugin (a .wasm component, or a .cwasm
+    /// from `wload compile`); a plugin takes its parameters with -p.
     Run {
-        /// The test file.
+        /// The test (or plugin) file.
         test: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
+    },
+    /// Scenario plugins (components of wload:scenario/plugin, run with
+    /// `wload run PLUGIN.wasm -p NAME=VALUE`): `wload plugin info X.wasm`.
+    Plugin {
+        #[command(subcommand)]
+        command: plugin::PluginCommand,
     },
     /// Compile a test ahead of time into a .cwasm for this machine.
     Compile {
@@ -195,6 +204,12 @@ struct LoadArgs {
     /// A variable for the test (`vu::env`), repeatable: -e BASE_URL=http://127.0.0.1:8080
     #[arg(short = 'e', long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     env: Vec<(String, String)>,
+    /// A parameter of a plugin, repeatable: -p think=none, or
+    /// -p har=@recording.har for a file's contents (read by wload: plugins
+    /// get no filesystem; `@@` starts a value with a literal `@`). Overrides
+    /// the options file's "params". `wload plugin info` lists them.
+    #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = RawParam::from_flag)]
+    params: Vec<RawParam>,
     /// A tag on every metric sample, repeatable: --tag team=payments
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     tags: Vec<(String, String)>,
@@ -207,7 +222,8 @@ struct LoadArgs {
     /// Start paused: setup runs and the VUs are initialised, then the run
     /// waits for a resume from its controller (`wload serve`'s API; a
     /// local run can only be stopped). [env: WLOAD_PAUSED] [k6: paused]
-    #[arg(short, long)]
+    // No `-p` (k6's short form): it is the plugins' `-p NAME=VALUE`.
+    #[arg(long)]
     paused: bool,
     /// Write the end-of-test summary as JSON (k6's --summary-export layout).
     #[arg(long, value_name = "FILE")]
@@ -568,12 +584,14 @@ impl LoadArgs {
         }
         let mut env: HashMap<String, String> = extra_env.iter().cloned().collect();
         env.extend(self.env.iter().cloned());
+        let params = self.params.clone();
         Ok(RunOptions {
             test,
             cli_options: self.cli_options(),
             env_options,
             config_file: self.config.clone(),
             env,
+            params,
             segment: self.execution_segment.unwrap_or_default(),
             limits: SandboxLimits {
                 memory: self.vu_memory,
@@ -756,6 +774,7 @@ pub async fn main() -> Result<u8> {
             compile(&test, &output)?;
             Ok(0)
         }
+        Command::Plugin { command } => command.run().await,
     }
 }
 

@@ -75,6 +75,11 @@ impl LoadArgs {
                 "the run's intervals stay on the service; write one with `wload report` \
                  from the run's summary",
             ),
+            (
+                "-p",
+                !self.params.is_empty(),
+                "plugins run locally: `wload run PLUGIN.wasm -p NAME=VALUE`",
+            ),
         ];
         for (flag, set, why) in local_only {
             if set {

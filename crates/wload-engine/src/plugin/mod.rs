@@ -1,0 +1,219 @@
+//! Scenario plugins: components of the world `wload:scenario/plugin`
+//! (`wit/scenario.wit`), run directly with parameters.
+//!
+//! A plugin imports the same interfaces as a test, so it links against
+//! the same host linker and runs in the same VU stores; only its exports
+//! differ. [`Guest`] hides that difference from the run and the
+//! executors: a plugin answers `options()` with nothing and `functions()`
+//! with its one entry point, and every instance of it is configured with
+//! the run's parameters ([`params`]) as soon as it is created.
+
+pub mod params;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use anyhow::{Context, Result};
+use wasmtime::Store;
+use wasmtime::component::InstancePre;
+use wload_http::{BodyPool, Client, ClientConfig, EgressPolicy};
+use wload_metrics::{Recorder, Registry, TagSet};
+
+use crate::WasmtimeResult;
+use crate::component::CompiledTest;
+use crate::host::{self, RunShared, Test, TestPre, VuScenario, VuState};
+use crate::sandbox::Sandbox;
+
+wasmtime::component::bindgen!({
+    path: "../../wit",
+    world: "wload:scenario/plugin@0.1.0",
+    exports: { default: async },
+    // The imports are the test world's: one implementation serves both.
+    with: {
+        "wload:test/http": crate::host::wload::test::http,
+        "wload:test/checks": crate::host::wload::test::checks,
+        "wload:test/metrics": crate::host::wload::test::metrics,
+        "wload:test/vu": crate::host::wload::test::vu,
+    },
+});
+
+// The world's `use` already brings `Description`, `Param` and
+// `ParamError` to this module.
+pub use wload::scenario::types::{ParamKind, ParamSpec, ParamValue};
+
+/// The world every plugin must target.
+pub const WORLD: &str = "wload:scenario/plugin@0.1.0";
+
+/// The one entry point a plugin has, as scenarios name it in `exec`.
+pub const ENTRY_POINT: &str = "default";
+
+/// What a component is to the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestKind {
+    /// A test of `wload:test/test`.
+    Test,
+    /// A plugin of `wload:scenario/plugin`.
+    Plugin,
+}
+
+/// Pre-linked instance factory of a test or of a configured plugin.
+#[derive(Clone)]
+pub enum GuestPre {
+    Test(TestPre<VuState>),
+    Plugin {
+        pre: PluginPre<VuState>,
+        /// The run's parameters, checked, given to every instance.
+        params: Arc<Vec<Param>>,
+    },
+}
+
+/// One instance of a test or a plugin in a store.
+pub enum Guest {
+    Test(Test),
+    Plugin(Plugin),
+}
+
+impl GuestPre {
+    /// For a plugin, `params` are what `configure` gets (already checked
+    /// against its description); a test takes none.
+    pub fn new(pre: InstancePre<VuState>, kind: GuestKind, params: Vec<Param>) -> Result<Self> {
+        Ok(match kind {
+            GuestKind::Test => GuestPre::Test(TestPre::new(pre).anyhow()?),
+            GuestKind::Plugin => GuestPre::Plugin {
+                pre: PluginPre::new(pre).anyhow()?,
+                params: Arc::new(params),
+            },
+        })
+    }
+
+    /// A new instance in `store`; a plugin's is configured with the
+    /// run's parameters before it is returned.
+    pub async fn instantiate_async(&self, store: &mut Store<VuState>) -> Result<Guest> {
+        match self {
+            GuestPre::Test(pre) => Ok(Guest::Test(
+                pre.instantiate_async(&mut *store).await.anyhow()?,
+            )),
+            GuestPre::Plugin { pre, params } => {
+                let plugin = pre.instantiate_async(&mut *store).await.anyhow()?;
+                plugin
+                    .call_configure(&mut *store, params)
+                    .await
+                    .anyhow()
+                    .context("the plugin's configure() trapped")?
+                    .map_err(Refused)?;
+                Ok(Guest::Plugin(plugin))
+            }
+        }
+    }
+}
+
+impl Guest {
+    /// The test's own options as JSON; a plugin has none.
+    pub async fn call_options(&self, store: &mut Store<VuState>) -> wasmtime::Result<String> {
+        match self {
+            Guest::Test(t) => t.call_options(store).await,
+            Guest::Plugin(_) => Ok(String::new()),
+        }
+    }
+
+    /// The entry points scenarios may name in `exec`.
+    pub async fn call_functions(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<Vec<String>> {
+        match self {
+            Guest::Test(t) => t.call_functions(store).await,
+            Guest::Plugin(_) => Ok(vec![ENTRY_POINT.to_owned()]),
+        }
+    }
+
+    pub async fn call_setup(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<Result<Option<String>, String>> {
+        match self {
+            Guest::Test(t) => t.call_setup(store).await,
+            Guest::Plugin(p) => p.call_setup(store).await,
+        }
+    }
+
+    /// One iteration of `exec` (a plugin has only [`ENTRY_POINT`], which
+    /// the run has checked every scenario names).
+    pub async fn call_iteration(
+        &self,
+        store: &mut Store<VuState>,
+        exec: &str,
+    ) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            Guest::Test(t) => t.call_iteration(store, exec).await,
+            Guest::Plugin(p) => p.call_iteration(store).await,
+        }
+    }
+
+    pub async fn call_teardown(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            Guest::Test(t) => t.call_teardown(store).await,
+            Guest::Plugin(p) => p.call_teardown(store).await,
+        }
+    }
+}
+
+/// `configure` refused the run's parameters (the plugin's own check).
+#[derive(Debug)]
+pub struct Refused(pub ParamError);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the plugin refused parameter {}: {}",
+            self.0.name, self.0.message
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// The plugin's description, asked of an instance of its own on the
+/// `sandbox`'s engine (which must be a probe, not a pool), in a store
+/// whose client may contact no address: `describe` is not for sending
+/// requests. Checked to be usable: names, kinds and defaults the engine
+/// can hold parameters to.
+pub async fn describe(compiled: &CompiledTest, sandbox: &Sandbox) -> Result<Description> {
+    let pre = compiled.plugin_pre(&sandbox.engine)?;
+    let config = ClientConfig {
+        egress: Some(Arc::new(EgressPolicy::tenant(Some(Vec::new())))),
+        ..ClientConfig::default()
+    };
+    let shared = Arc::new(RunShared {
+        recorder: Arc::new(Recorder::new(Arc::new(Registry::new()))),
+        client: Arc::new(Client::new(config, BodyPool::new(1))?),
+        env: HashMap::new(),
+        setup_data: OnceLock::new(),
+        run_tags: TagSet::empty(),
+        rps: None,
+    });
+    let scenario = VuScenario::new(
+        "describe",
+        HashMap::new(),
+        [],
+        &TagSet::empty(),
+        Default::default(),
+    );
+    let mut store = host::new_store(&sandbox.engine, VuState::new(shared, sandbox, 0, scenario));
+    let plugin = pre
+        .instantiate_async(&mut store)
+        .await
+        .anyhow()
+        .context("cannot instantiate the plugin")?;
+    let description = plugin
+        .call_describe(&mut store)
+        .await
+        .anyhow()
+        .context("the plugin's describe() trapped")?;
+    params::check_description(&description)?;
+    Ok(description)
+}
