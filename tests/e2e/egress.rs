@@ -11,8 +11,7 @@
 //! connections it accepted, which must stay 0 for a refused one.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -20,47 +19,16 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::*;
+use wload_target::counting::{self, ok};
 
 const BLACKLISTED_IP: &str = "1110";
 const BLOCKED_HOSTNAME: &str = "1111";
 
-/// A server on a free port of `ip` (loopback) that answers every request
-/// with `reply`, so that a connection the policy should have refused
-/// would succeed; with the count of connections it accepted.
+/// [`counting::start`] on `ip` (loopback): a connection the policy
+/// should have refused would succeed, and be counted.
 fn counting(ip: &str, reply: String) -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind((ip, 0)).expect("bind a loopback port");
-    let addr = listener.local_addr().expect("its address");
-    assert!(addr.ip().is_loopback());
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            count.fetch_add(1, Ordering::SeqCst);
-            let reply = reply.clone();
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                loop {
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read(&mut byte) {
-                            Ok(0) | Err(_) => return,
-                            Ok(_) => head.push(byte[0]),
-                        }
-                    }
-                    head.clear();
-                    if stream.write_all(reply.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, accepted)
-}
-
-fn ok() -> String {
-    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_owned()
+    let ip = ip.parse().expect("a loopback address");
+    counting::start(ip, reply).expect("bind a loopback port")
 }
 
 /// `wload run hello.wasm` against `base_url` with `args` and `env`, with

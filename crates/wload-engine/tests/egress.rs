@@ -6,8 +6,7 @@
 //! one port of 127.0.0.1 and the refused servers listen on others.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -21,46 +20,14 @@ use wload_http::egress::AllowRule;
 use wload_http::{ClientConfig, EgressPolicy};
 use wload_metrics::Builtin;
 use wload_metrics::Sink;
+use wload_target::counting::{self, ok};
 
 #[path = "../../wload/guests.rs"]
 mod guests;
 
-/// A server on a free port of 127.0.0.1 answering every request with
-/// `reply`, on threads of its own; with the count of connections it
-/// accepted.
+/// [`counting::start`] on 127.0.0.1.
 fn counting(reply: String) -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    let addr = listener.local_addr().expect("its address");
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            count.fetch_add(1, Ordering::SeqCst);
-            let reply = reply.clone();
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                loop {
-                    while !head.ends_with(b"\r\n\r\n") {
-                        match stream.read(&mut byte) {
-                            Ok(0) | Err(_) => return,
-                            Ok(_) => head.push(byte[0]),
-                        }
-                    }
-                    head.clear();
-                    if stream.write_all(reply.as_bytes()).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, accepted)
-}
-
-fn ok() -> String {
-    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_owned()
+    counting::start([127, 0, 0, 1].into(), reply).expect("bind a loopback port")
 }
 
 fn redirect_to(to: SocketAddr) -> String {

@@ -19,6 +19,8 @@
 //! - `GET /proto`: the HTTP version of the request (`HTTP/2.0`, ...)
 //! - anything else: 404
 
+pub mod counting;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
