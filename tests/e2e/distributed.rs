@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use crate::support::*;
+use wload_target::TargetServer;
 
 pub(crate) const LIMIT: Duration = Duration::from_secs(180);
 
@@ -162,26 +163,7 @@ pub(crate) const CLOSED_EXACT: [(&str, &str); 9] = [
 #[test]
 fn closed_model_shards_merge_into_the_one_process_result() {
     let server = server();
-    let options = json!({
-        "scenarios": {"closed": {"executor": "shared-iterations", "vus": 4, "iterations": 200}},
-        "thresholds": {
-            "http_reqs": ["count==200"],
-            "iterations": ["count>=200"],
-            "checks": ["rate==1"],
-            "http_req_duration": ["p(95)<10000"],
-        },
-        "summaryTrendStats": trend_stats(),
-    });
-    let config = options_file("dist-closed", &options);
-    let one = run_test(
-        "dist-closed-one",
-        "hello",
-        &server.base_url(),
-        &config,
-        LIMIT,
-    );
-    assert_eq!(one.code(), Some(0), "{}", one.stderr());
-    assert_eq!(one.metric("iterations", "count"), 200.0);
+    let (_, config, one) = closed_one_process("dist-closed", &server);
     assert_eq!(one.check("status is 200"), (200, 0));
     for n in [2, 4] {
         let name = format!("dist-closed-{n}");
@@ -396,4 +378,32 @@ fn overlapping_shards_are_refused() {
         "{}",
         one.stdout
     );
+}
+
+/// The closed-model test the distributed tests split (shared-iterations
+/// of 200 over 4 VUs, thresholds that pass on the whole test and fail on
+/// every shard's share), run in one process: its options, their
+/// `--config` flag, and its result.
+pub(crate) fn closed_one_process(name: &str, server: &TargetServer) -> (Value, String, Finished) {
+    let options = json!({
+        "scenarios": {"closed": {"executor": "shared-iterations", "vus": 4, "iterations": 200}},
+        "thresholds": {
+            "http_reqs": ["count==200"],
+            "iterations": ["count>=200"],
+            "checks": ["rate==1"],
+            "http_req_duration": ["p(95)<10000"],
+        },
+        "summaryTrendStats": trend_stats(),
+    });
+    let config = options_file(name, &options);
+    let one = run_test(
+        &format!("{name}-one"),
+        "hello",
+        &server.base_url(),
+        &config,
+        LIMIT,
+    );
+    assert_eq!(one.code(), Some(0), "{}", one.stderr());
+    assert_eq!(one.metric("iterations", "count"), 200.0);
+    (options, config, one)
 }

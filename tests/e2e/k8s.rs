@@ -23,7 +23,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::distributed::{CLOSED_EXACT, LIMIT, Merge, assert_same_result, merge_run, trend_stats};
+use crate::distributed::{
+    CLOSED_EXACT, LIMIT, Merge, assert_same_result, closed_one_process, merge_run, trend_stats,
+};
 use crate::support::*;
 
 /// The Kubernetes Python client this test is written against.
@@ -373,25 +375,7 @@ fn simulate(
 #[test]
 fn rendered_pods_of_a_closed_model_test_merge_into_the_one_process_result() {
     let server = server();
-    let options = json!({
-        "scenarios": {"closed": {"executor": "shared-iterations", "vus": 4, "iterations": 200}},
-        "thresholds": {
-            "http_reqs": ["count==200"],
-            "checks": ["rate==1"],
-            "http_req_duration": ["p(95)<10000"],
-        },
-        "summaryTrendStats": trend_stats(),
-    });
-    let config = options_file("k8s-closed", &options);
-    let one = run_test(
-        "k8s-closed-one",
-        "hello",
-        &server.base_url(),
-        &config,
-        LIMIT,
-    );
-    assert_eq!(one.code(), Some(0), "{}", one.stderr());
-    assert_eq!(one.metric("iterations", "count"), 200.0);
+    let (options, _, one) = closed_one_process("k8s-closed", &server);
     for n in [2, 4] {
         simulate(
             &format!("k8s-closed-{n}"),
