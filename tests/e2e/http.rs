@@ -283,6 +283,69 @@ fn connection_reuse_can_be_turned_off() {
     assert_eq!(server.stats.connections(), 21);
 }
 
+#[test]
+fn local_ips_are_given_out_to_vus_in_turn() {
+    let (addr, peers) = wload_target::counting::start_seeing_peers(
+        [127, 0, 0, 1].into(),
+        wload_target::counting::ok(),
+    )
+    .expect("bind a loopback port");
+    // Each of 4 VUs keeps one connection: VU n connects from the list's
+    // n-th address, the 4th from the first again.
+    let options = options_file(
+        "local_ips",
+        &serde_json::json!({"scenarios": {"each": {
+            "executor": "per-vu-iterations", "vus": 4, "iterations": 2}}}),
+    );
+    let run = run_test(
+        "local_ips",
+        "hello",
+        &format!("http://{addr}"),
+        &format!("{options} --local-ips 127.0.0.2-127.0.0.3,127.0.0.7"),
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(run.check("status is 200"), (8, 0));
+    let mut seen: Vec<String> = peers
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|ip| ip.to_string())
+        .collect();
+    seen.sort();
+    assert_eq!(seen, ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.7"]);
+
+    // An address this host lacks (TEST-NET-1) is refused at the start:
+    // only a bind is tried, nothing is sent.
+    let run = run_test(
+        "local_ips_missing",
+        "hello",
+        &format!("http://{addr}"),
+        "--iterations 1 --local-ips 127.0.0.2,192.0.2.1",
+        LIMIT,
+    );
+    assert_ne!(run.code(), Some(0));
+    assert!(
+        run.stderr().contains("cannot connect from 192.0.2.1"),
+        "{}",
+        run.stderr()
+    );
+    let run = run_test(
+        "local_ips_bad",
+        "hello",
+        &format!("http://{addr}"),
+        "--local-ips 10.0.0.9-10.0.0.1",
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(2), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("ends before it starts"),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(peers.lock().unwrap().len(), 4, "the refused runs connected");
+}
+
 /// A raw TCP server that reads one request head and then misbehaves.
 fn misbehaving(act: fn(TcpStream)) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();

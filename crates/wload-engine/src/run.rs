@@ -254,7 +254,7 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     if let Some(admit) = opts.admit.take() {
         admit(&plan).map_err(invalid_config)?;
     }
-    check_process_limits(u64::from(max_vus))?;
+    check_process_limits(u64::from(max_vus), opts.http.local_ips.as_deref())?;
 
     let ctl = RunControl::new(probe.hard_stop.clone());
     ctl.plan(&options.scenarios, seg, options.paused);

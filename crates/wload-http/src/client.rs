@@ -15,6 +15,7 @@ use super::egress::EgressPolicy;
 use super::error::{ErrorCode, HttpError};
 use super::pool::BodyPool;
 use super::redirect;
+use super::source::LocalIps;
 use super::tls::{TlsOptions, client_config};
 use super::vu::VuConnections;
 use super::{BodyMode, HttpResponse};
@@ -55,6 +56,9 @@ pub struct ClientConfig {
     /// Where connections may go (`None`: anywhere, no check at all);
     /// checked only when a connection is opened.
     pub egress: Option<Arc<EgressPolicy>>,
+    /// The source addresses handed out to VUs (k6's `--local-ips`; `None`:
+    /// the kernel picks), see [`crate::source`].
+    pub local_ips: Option<Arc<LocalIps>>,
 }
 
 /// The default `maxResponseBodySize`: what no test of an API needs more
@@ -79,6 +83,7 @@ impl Default for ClientConfig {
             expected_statuses: vec![(200, 399)],
             max_body_size: DEFAULT_MAX_BODY_SIZE,
             egress: None,
+            local_ips: None,
         }
     }
 }

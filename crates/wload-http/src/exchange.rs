@@ -10,6 +10,7 @@
 //! wire). The response is filled in where the caller keeps it, so it is
 //! never moved up through these frames.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -18,7 +19,6 @@ use http::Response;
 use http::header::{AUTHORIZATION, COOKIE, HOST, HeaderName, HeaderValue, USER_AGENT};
 use http::{Method, Version};
 use http_body_util::{BodyExt, Full};
-use tokio::net::TcpStream;
 
 use super::client::{Client, RequestSpec};
 use super::conn::{Conn, Handshake, Proto, Sender};
@@ -29,6 +29,7 @@ use super::error::{ErrorCode, HttpError};
 use super::h1;
 use super::pool::PooledBuf;
 use super::socket::{IoMarks, now_ns};
+use super::source;
 use super::target::Target;
 use super::tls::server_name;
 use super::vu::VuConnections;
@@ -265,7 +266,7 @@ impl Client {
             return Ok((c, Some(now)));
         }
         // Boxed, as HTTP/2 is: only new connections need it.
-        let c = Box::pin(self.connect(target, t0, timings)).await?;
+        let c = Box::pin(self.connect(target, conns.source(), t0, timings)).await?;
         if let Some(shared) = c.share()
             && !self.config.no_connection_reuse
         {
@@ -330,6 +331,7 @@ impl Client {
     async fn connect(
         &self,
         target: &Target,
+        source: Option<IpAddr>,
         t0: u64,
         timings: &mut Timings,
     ) -> Result<Conn, HttpError> {
@@ -359,7 +361,7 @@ impl Client {
         // several frames of the caller's, the VU's fiber when polled
         // inline, whose touched pages stay resident.
         let task = tokio::spawn(async move {
-            Box::pin(dial(resolver, host, port, authority, how, egress)).await
+            Box::pin(dial(resolver, host, port, authority, how, egress, source)).await
         });
         let dialled = task
             .await
@@ -607,6 +609,7 @@ struct Dialled {
 /// policy lets through and that answers, and handshake. The policy sees
 /// the name before the lookup and each address just before it is
 /// connected to: nothing else is resolved or connected to in between.
+/// With a `source`, connections are made from it (`--local-ips`).
 async fn dial(
     resolver: Arc<Resolver>,
     host: String,
@@ -614,6 +617,7 @@ async fn dial(
     authority: String,
     how: Handshake,
     egress: Option<Arc<EgressPolicy>>,
+    source: Option<IpAddr>,
 ) -> Result<Dialled, HttpError> {
     let name = match &egress {
         Some(policy) => Some(policy.check_name(&host, port)?),
@@ -632,7 +636,7 @@ async fn dial(
             last_err.get_or_insert(refused);
             continue;
         }
-        match TcpStream::connect(addr).await {
+        match source::connect(addr, source).await {
             Ok(s) => {
                 stream = Some(s);
                 break;

@@ -30,6 +30,7 @@ mod headers;
 mod pool;
 mod redirect;
 mod socket;
+pub mod source;
 mod target;
 mod tls;
 mod vu;
@@ -40,6 +41,7 @@ pub use egress::EgressPolicy;
 pub use error::{ErrorCode, HttpError};
 pub use headers::Headers;
 pub use pool::{BodyPool, PooledBuf};
+pub use source::LocalIps;
 pub use tls::{TlsOptions, client_config as tls_client_config};
 pub use vu::VuConnections;
 

@@ -2,6 +2,7 @@
 //! by origin, its cookie jar and the URLs it parsed last. Shared (behind one uncontended lock) with
 //! the tasks of a batch, so that a batch reuses and adds connections.
 
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::conn::{Conn, Proto};
@@ -16,6 +17,8 @@ const TARGETS: usize = 4;
 #[derive(Default, Clone)]
 pub struct VuConnections {
     inner: Arc<Mutex<VuInner>>,
+    /// The address this VU connects from (`--local-ips`), when one is set.
+    source: Option<IpAddr>,
 }
 
 /// What a VU keeps per origin (`scheme://host:port`).
@@ -68,6 +71,18 @@ impl VuInner {
 }
 
 impl VuConnections {
+    /// A VU's connections, made from `source` when given.
+    pub fn from_source(source: Option<IpAddr>) -> VuConnections {
+        VuConnections {
+            source,
+            ..VuConnections::default()
+        }
+    }
+
+    pub(super) fn source(&self) -> Option<IpAddr> {
+        self.source
+    }
+
     fn lock(&self) -> MutexGuard<'_, VuInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -6,29 +6,56 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A listener on a free port of `ip` (a loopback address) answering
 /// every request, keep-alive, with `reply`; with the count of the
 /// connections it accepted.
 pub fn start(ip: IpAddr, reply: String) -> std::io::Result<(SocketAddr, Arc<AtomicUsize>)> {
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    let addr = listen(ip, reply, move |_| {
+        count.fetch_add(1, Ordering::SeqCst);
+    })?;
+    Ok((addr, accepted))
+}
+
+/// [`start`], keeping the source address of every connection instead of
+/// a count: what a test of `--local-ips` asserts on.
+pub fn start_seeing_peers(
+    ip: IpAddr,
+    reply: String,
+) -> std::io::Result<(SocketAddr, Arc<Mutex<Vec<IpAddr>>>)> {
+    let peers = Arc::new(Mutex::new(Vec::new()));
+    let seen = peers.clone();
+    let addr = listen(ip, reply, move |peer| {
+        seen.lock().unwrap_or_else(|e| e.into_inner()).push(peer);
+    })?;
+    Ok((addr, peers))
+}
+
+fn listen(
+    ip: IpAddr,
+    reply: String,
+    on_accept: impl Fn(IpAddr) + Send + 'static,
+) -> std::io::Result<SocketAddr> {
     assert!(
         ip.is_loopback(),
         "test listeners stay on loopback, not {ip}"
     );
     let listener = TcpListener::bind((ip, 0))?;
     let addr = listener.local_addr()?;
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            count.fetch_add(1, Ordering::SeqCst);
+            if let Ok(peer) = stream.peer_addr() {
+                on_accept(peer.ip());
+            }
             let reply = reply.clone();
             std::thread::spawn(move || answer(stream, &reply));
         }
     });
-    Ok((addr, accepted))
+    Ok(addr)
 }
 
 /// Read request heads byte by byte (no bodies are sent to it) and answer

@@ -160,6 +160,7 @@ impl VuState {
         vu_id: u32,
         scenario: Arc<VuScenario>,
     ) -> VuState {
+        let source = (shared.client.config().local_ips.as_ref()).map(|ips| ips.for_vu(vu_id));
         VuState {
             shared,
             vu_id,
@@ -167,7 +168,7 @@ impl VuState {
             groups: Groups::new(scenario.tags.clone()),
             scenario,
             lateness: None,
-            conns: VuConnections::default(),
+            conns: VuConnections::from_source(source),
             table: ResourceTable::new(),
             limiter: MemoryLimiter::new(sandbox.limits.memory),
             running_since: Instant::now(),

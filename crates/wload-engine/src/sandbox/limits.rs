@@ -2,6 +2,8 @@
 //! files, memory mappings) that thousands of VUs run into before RAM.
 
 use anyhow::{Result, bail};
+use wload_http::LocalIps;
+use wload_http::source::check_bindable;
 
 /// Caps an instance's memories and remembers that it did, so that the
 /// trap that follows (a failed allocation aborts the guest) is reported as
@@ -55,9 +57,11 @@ const FDS_BASE: u64 = 256;
 /// Make sure the kernel lets `vus` VUs run: raise the open-file limit
 /// (the soft limit to the hard one; the hard one too when allowed, as
 /// root) and `vm.max_map_count` when allowed (root), else say which limit
-/// is in the way and how to raise it. Warns when the VUs' connections to
-/// one server port could exhaust the local port range.
-pub fn check_process_limits(vus: u64) -> Result<()> {
+/// is in the way and how to raise it. Checks that every `--local-ips`
+/// block's ends are addresses of this host. Warns when the VUs'
+/// connections to one server port would slow the kernel's choice of local
+/// ports down, or run out of them.
+pub fn check_process_limits(vus: u64, local_ips: Option<&LocalIps>) -> Result<()> {
     let want_fds = vus + FDS_BASE;
     let (soft, hard) = nofile()?;
     if soft < want_fds {
@@ -98,18 +102,61 @@ pub fn check_process_limits(vus: u64) -> Result<()> {
         eprintln!("wload: raised vm.max_map_count from {current} to {raised} for {vus} VUs");
     }
 
-    if let Some((low, high)) = local_port_range()
-        && vus > high.saturating_sub(low) + 1
+    if let Some(ips) = local_ips {
+        check_local_ips(ips)?;
+    }
+    if let Some(range) = local_port_range()
+        && let Some(warning) = port_range_warning(vus, local_ips.map_or(1, LocalIps::len), range)
     {
-        eprintln!(
-            "wload: warning: {vus} VUs may open more connections to one server address and port \
-             than the local port range allows ({} ports: net.ipv4.ip_local_port_range = {low} {high}); \
-             spread the target over several ports or addresses, or widen the range with \
-             `sudo sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`",
-            high.saturating_sub(low) + 1
+        eprintln!("wload: warning: {warning}");
+    }
+    Ok(())
+}
+
+/// Bind to the first and last address of every block: an address this
+/// host does not have would otherwise fail each of its VUs' requests.
+fn check_local_ips(ips: &LocalIps) -> Result<()> {
+    let missing: Vec<String> = ips
+        .ends()
+        .filter_map(|ip| check_bindable(ip).err().map(|e| format!("{ip} ({e})")))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "--local-ips: cannot connect from {}: each address must be configured on one of              this host's interfaces (`ip addr add ADDRESS/PREFIX dev IFACE`; all of 127.0.0.0/8              is on the loopback interface already)",
+            missing.join(", ")
         );
     }
     Ok(())
+}
+
+/// What to tell a user whose `vus` VUs, spread over `sources` source
+/// addresses, may hold more connections to one server address and port
+/// than the port range `(low, high)` serves well. Linux tries even ports
+/// first for `connect()`: past half the range, every connect walks all
+/// the even ones (see `wload_http::source`), and past the whole range it
+/// fails.
+fn port_range_warning(vus: u64, sources: u128, (low, high): (u64, u64)) -> Option<String> {
+    let ports = high.saturating_sub(low) + 1;
+    let per_source = u128::from(vus).div_ceil(sources.max(1));
+    if per_source <= u128::from(ports / 2) {
+        return None;
+    }
+    let fails = if per_source > u128::from(ports) {
+        "more than it holds, so connections will fail"
+    } else {
+        "more than half of it, past which every new connection costs the kernel a walk over \
+         thousands of ports"
+    };
+    let sources_needed = u128::from(vus).div_ceil(u128::from(ports / 2).max(1));
+    Some(format!(
+        "{vus} VUs may hold up to {per_source} connections to one server address and port from \
+         each source address, and the local port range has {ports} ports \
+         (net.ipv4.ip_local_port_range = {low} {high}): {fails}; spread the VUs over {sources_needed} \
+         or more source addresses with --local-ips (for a loopback target, e.g. \
+         --local-ips 127.0.0.2-127.0.0.{}), or widen the range with \
+         `sudo sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`",
+        (sources_needed + 1).min(254)
+    ))
 }
 
 fn read_u64(path: &str) -> Option<u64> {
@@ -147,5 +194,40 @@ fn set_nofile(soft: u64, hard: u64) {
     // it was, which the caller re-reads.
     unsafe {
         libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINUX_DEFAULT: (u64, u64) = (32768, 60999);
+
+    #[test]
+    fn warns_past_half_the_port_range_per_source() {
+        assert_eq!(port_range_warning(14_000, 1, LINUX_DEFAULT), None);
+        let slow = port_range_warning(19_000, 1, LINUX_DEFAULT).unwrap();
+        assert!(slow.contains("more than half of it"), "{slow}");
+        assert!(slow.contains("over 2 or more source addresses"), "{slow}");
+        assert!(slow.contains("127.0.0.2-127.0.0.3"), "{slow}");
+        let fails = port_range_warning(100_000, 1, LINUX_DEFAULT).unwrap();
+        assert!(fails.contains("connections will fail"), "{fails}");
+        assert!(fails.contains("over 8 or more"), "{fails}");
+        assert_eq!(port_range_warning(100_000, 8, LINUX_DEFAULT), None);
+        assert_eq!(port_range_warning(19_000, 1, (1024, 65535)), None);
+    }
+
+    #[test]
+    fn names_local_ips_this_host_lacks() {
+        let ips = LocalIps::parse("127.0.0.2-127.0.0.200").unwrap();
+        assert!(check_local_ips(&ips).is_ok());
+        // TEST-NET-1: on no interface here; only a bind is tried.
+        let ips = LocalIps::parse("127.0.0.2,192.0.2.1-192.0.2.4").unwrap();
+        let err = check_local_ips(&ips).unwrap_err().to_string();
+        assert!(
+            err.contains("192.0.2.1 (") && err.contains("192.0.2.4 ("),
+            "{err}"
+        );
+        assert!(!err.contains("127.0.0.2"), "{err}");
     }
 }

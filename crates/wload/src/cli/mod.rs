@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -24,7 +25,7 @@ use wload_engine::executor::Segment;
 use wload_engine::plugin::params::RawParam;
 use wload_engine::run::{self, ExitError, RunOptions, TestSource, exit};
 use wload_engine::sandbox::{EPOCH_TICK, Sandbox, SandboxLimits};
-use wload_http::{ClientConfig, TlsOptions};
+use wload_http::{ClientConfig, LocalIps, TlsOptions};
 use wload_output::stream::OutSpec;
 use wload_output::{export, merge, shard, summary};
 use wload_report::{Collector, Dashboard};
@@ -353,6 +354,13 @@ struct HttpArgs {
     /// Statuses that are not failures in http_req_failed, e.g. 200-299,404.
     #[arg(long, default_value = "200-399", value_parser = parse_statuses)]
     expected_statuses: StatusRanges,
+    /// Source addresses to connect from, given out to VUs in turn:
+    /// addresses, ranges and CIDRs, e.g. 127.0.0.2-127.0.0.9,10.0.0.0/24.
+    /// Each one is a port range of its own: past ~14,000 connections to
+    /// one server from one address, Linux's connect() slows down (see
+    /// docs/guide.md, "Many VUs"). [k6: --local-ips]
+    #[arg(long, value_name = "LIST", value_parser = LocalIps::parse, env = "WLOAD_LOCAL_IPS")]
+    local_ips: Option<LocalIps>,
 }
 
 /// Inclusive status ranges of `--expected-statuses`.
@@ -395,6 +403,7 @@ impl HttpArgs {
             h2c: self.h2c,
             dns_ttl,
             expected_statuses: self.expected_statuses.0.clone(),
+            local_ips: self.local_ips.clone().map(Arc::new),
             ..ClientConfig::default()
         }
     }
