@@ -13,7 +13,13 @@
 #                      (wload: examples/rust/hello, k6: bench/k6/hello.js,
 #                      both a GET, a check and a counter per iteration;
 #                      wrk and oha: plain GETs)
-#   sleep-N            N VUs each doing GET + sleep 1 s (wload and k6)
+#   sleep-N            N VUs each doing GET + sleep 1 s (wload and k6), the
+#                      scale sweep: CPU per iteration at each N against the
+#                      1,000-VU run; both tools connect from the source
+#                      addresses 127.0.0.2-127.0.0.9 (--local-ips), so that
+#                      no source address holds more than ~14,000 of the
+#                      connections to nginx (past that Linux's connect()
+#                      walks the port range: docs/guide.md, "Many VUs")
 #   mixed-50           50 VUs: 5-byte, 100 KB and 1 MB bodies, gzip JSON, a
 #                      redirect chain and a batch (examples/rust/mixed and
 #                      bench/k6/mixed.js)
@@ -22,7 +28,7 @@
 # and to FILE.md with --out. Environment:
 #
 #   BENCH_DURATION   seconds per run (default 10)
-#   BENCH_SLEEP_VUS  idle-VU sizes (default "1000 10000 50000 100000")
+#   BENCH_SLEEP_VUS  idle-VU sizes (default "1000 5000 10000 19000 100000")
 #   BENCH_K6_MAX_VUS largest idle-VU size k6 is run at (default 10000; k6
 #                    needs ~180-280 KiB per VU, see docs/BENCHMARKS.md)
 #   BENCH_SKIP       space-separated parts to skip: throughput sleep mixed
@@ -41,7 +47,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 duration=${BENCH_DURATION:-10}
-sleep_vus=${BENCH_SLEEP_VUS:-"1000 10000 50000 100000"}
+sleep_vus=${BENCH_SLEEP_VUS:-"1000 5000 10000 19000 100000"}
 k6_max_vus=${BENCH_K6_MAX_VUS:-10000}
 skip=" ${BENCH_SKIP:-} "
 say() { echo "compare.sh: $*" >&2; }
@@ -247,13 +253,14 @@ if [[ "$skip" != *" throughput "* ]]; then
   done
 fi
 
+local_ips=127.0.0.2-127.0.0.9
 if [[ "$skip" != *" sleep "* ]]; then
   # The cost of an idle VU is measured against a 1-VU run of the same test.
   for vus in 1 $sleep_vus; do
-    wload_cmd "$vus" hello.wasm -e SLEEP_MS=1000
+    wload_cmd "$vus" hello.wasm -e SLEEP_MS=1000 --local-ips "$local_ips"
     run "sleep-$vus" wload "$vus" $((duration + 120)) -- "${cmd[@]}"
     if [ "$vus" -le "$k6_max_vus" ]; then
-      k6_cmd "$vus" hello.js -e SLEEP_MS=1000
+      k6_cmd "$vus" hello.js -e SLEEP_MS=1000 --local-ips "$local_ips"
       run "sleep-$vus" k6 "$vus" $((duration + 300)) -- "${cmd[@]}"
     else
       printf '%s\t%s\t%s\t%s\n' "sleep-$vus" k6 "$vus" "skipped" >>"$runs"
@@ -283,6 +290,8 @@ fi
   echo "loadavg=$load_before at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
   echo "max_map_count=$maps_before at the start, $(cat /proc/sys/vm/max_map_count 2>/dev/null || echo unknown) at the end"
   echo "duration=$duration"
+  echo "json_bytes=$json_bytes"
+  echo "local_port_range=$(tr -s '\t ' ' ' </proc/sys/net/ipv4/ip_local_port_range)"
   echo "k6_max_vus=$k6_max_vus"
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
 } >"$work/machine"
