@@ -565,7 +565,8 @@ fn go_body_limit_per_request() {
 /// fails the iteration; the memory limit stops a VU that allocates without
 /// end; a failing setup stops the run with its message; setup data reaches
 /// every iteration and teardown; garbage collections do not trap the
-/// instance; a response kept past its iteration panics with the SDK's
+/// instance, also while results too large for the SDK's scratch buffer
+/// arrive; a response kept past its iteration panics with the SDK's
 /// message when used.
 #[test]
 fn go_faults_end_as_in_rust() {
@@ -629,6 +630,26 @@ fn go_faults_end_as_in_rust() {
         garbage.stderr()
     );
     assert_eq!(garbage.check("garbage: headers read"), (30, 0));
+
+    // Results past the SDK's 32 KiB scratch buffer (setup data of
+    // 128 KiB, a 40 KB -e variable, 40 KiB of set-cookie fields) arrive
+    // whole amid collections, and the memory they pass through is reused:
+    // 40 iterations of 64 reads each stay within 64 MiB.
+    let big = "b".repeat(40_000);
+    let (_, big) = run(
+        "go_big",
+        &format!(
+            "--vus 1 --iterations 40 -e FAULT=big -e BIG_LEN=40000 -e BIG={big} --vu-memory 64MiB"
+        ),
+    );
+    assert_eq!(big.code(), Some(0), "stderr: {}", big.stderr());
+    assert!(
+        big.summary["metrics"]["iterations_failed"].is_null(),
+        "{}",
+        big.stderr()
+    );
+    assert_eq!(big.check("big: results whole"), (40, 0));
+    assert_eq!(big.check("setup data arrived"), (40, 0));
 
     let (_, stale) = run("go_stale", "--vus 1 --iterations 2 -e FAULT=stale");
     assert_eq!(stale.metric("iterations_failed", "count"), 1.0);
