@@ -175,18 +175,27 @@ fn python() -> &'static Built {
 /// `examples/go/<example>`, built by the SDK's own `wload-go build`
 /// (`go build` for wasip1, then the world's metadata appended) with the
 /// machine's Go (1.24 or later). The build fetches nothing: the SDK has no
-/// dependencies, and Go's caches stay under `target/lang/`.
+/// dependencies. Everything Go writes stays under `target/lang/go/`: its
+/// build and module caches, GOPATH, and its telemetry counters (under
+/// the user's config directory, which is moved there); no `go env -w`
+/// file of the machine's is read.
 fn go_build(example: &str) -> PathBuf {
     let dir = lang_dir();
     let out = dir.join(format!("go-{example}.wasm"));
+    let home = dir.join("go");
     let go_bin = go_binary();
     let mut go = Command::new(&go_bin);
     go.args(["run", "wload/sdk/cmd/wload-go", "build", "-o"])
         .arg(&out)
         .arg(".")
         .current_dir(repo_root().join(format!("examples/go/{example}")))
-        .env("GOCACHE", dir.join("go-cache"))
-        .env("GOMODCACHE", dir.join("go-mod"))
+        .env("GOCACHE", home.join("cache"))
+        .env("GOMODCACHE", home.join("mod"))
+        .env("GOPATH", home.join("path"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("GOENV", "off")
+        // No git runs for stamps a test module does not use.
+        .env("GOFLAGS", "-buildvcs=false")
         // The machine's Go, never one fetched for an older go.mod.
         .env("GOTOOLCHAIN", "local")
         // What wload-go runs `go build` with.
