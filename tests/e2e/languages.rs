@@ -423,6 +423,41 @@ fn go_http_features_match_rust_in_every_mode() {
     );
 }
 
+/// Over TLS the Go test sees what Rust sees: HTTP/2 chosen by ALPN, TLS
+/// 1.3, a timed handshake; and HTTP/1.1 when the server offers only it.
+#[test]
+fn go_proto_and_tls_version_over_tls_as_in_rust() {
+    let built = go();
+    let test = built.http_features.as_deref().expect("go http_features");
+    for (name, alpn, proto) in [
+        ("go_tls_h2", &[&b"h2"[..], b"http/1.1"][..], "HTTP/2.0"),
+        ("go_tls_h1", &[&b"http/1.1"[..]][..], "HTTP/1.1"),
+    ] {
+        let (server, ca) = crate::http::tls_server(name, alpn);
+        let base = format!("https://localhost:{}", server.addr.port());
+        let run = run_file(
+            name,
+            test,
+            &base,
+            &format!(
+                "--vus 1 --iterations 3 -e MODE=proto -e EXPECT_PROTO={proto} -e EXPECT_TLS=tls1.3 --tls-ca {}",
+                ca.display()
+            ),
+            LIMIT,
+        );
+        assert_eq!(run.code(), Some(0), "{name}: stderr: {}", run.stderr());
+        for check in [
+            "status is 200",
+            "proto as expected",
+            "server saw the proto",
+            "tls version as expected",
+        ] {
+            assert_eq!(run.check(check), (3, 0), "{name}: check {check:?}");
+        }
+        assert_eq!(run.check("handshake timed"), (1, 0), "{name}");
+    }
+}
+
 /// Repeated response fields stay apart: the two `set-cookie` fields of a
 /// 302 are two entries of `Headers`, `Header` is the first.
 #[test]
