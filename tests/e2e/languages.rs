@@ -458,6 +458,29 @@ fn go_proto_and_tls_version_over_tls_as_in_rust() {
     }
 }
 
+/// Requests of one batch with options of their own (`batch-with`): a
+/// redirect not followed, a 404 expected by one request and not by the
+/// other, which alone counts in `http_req_failed`.
+#[test]
+fn go_batch_with_options_per_request() {
+    let built = go();
+    let test = built.http_features.as_deref().expect("go http_features");
+    let server = server();
+    let run = run_file(
+        "go_http_options",
+        test,
+        &server.base_url(),
+        "--vus 1 --iterations 3 -e MODE=options",
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(server.stats.requests(), 9);
+    assert_eq!(run.check("options: each its own"), (3, 0));
+    assert_eq!(run.check("options: redirect not followed"), (3, 0));
+    assert_eq!(run.metric("http_req_failed", "passes"), 3.0);
+    assert_eq!(run.metric("http_reqs", "count"), 9.0);
+}
+
 /// Repeated response fields stay apart: the two `set-cookie` fields of a
 /// 302 are two entries of `Headers`, `Header` is the first.
 #[test]

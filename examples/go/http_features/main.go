@@ -19,6 +19,9 @@
 //     arrives whole.
 //   - sdk: query, form, multipart and JSON bodies through /echo.
 //   - keep: with --discard-response-bodies, a request that keeps its body.
+//   - options: a Batch whose requests have options of their own
+//     (batch-with): one follows no redirect, one expects its 404, one
+//     does not (a mode of the Go example only).
 //   - repeated: the two set-cookie fields of one response stay apart in
 //     Headers, and Header is the first (a mode of the Go example only).
 //
@@ -167,6 +170,15 @@ func (features) Iteration(string) error {
 		wload.Check("keep: discarded by default", len(dropped.Body()) == 0 && dropped.BodyLen() == 100)
 		kept := wload.Get(url("/bytes/100")).KeepBody().Send()
 		wload.Check("keep: kept on request", len(kept.Body()) == 100)
+	case "options":
+		res := wload.Batch(
+			wload.Get(url("/redirect/1")).MaxRedirects(0),
+			wload.Get(url("/status/404")).ExpectedStatuses(wload.StatusRange{Min: 404, Max: 404}),
+			wload.Get(url("/status/404")),
+		)
+		statuses := []int{res[0].Status(), res[1].Status(), res[2].Status()}
+		wload.Check("options: each its own", slices.Equal(statuses, []int{302, 404, 404}))
+		wload.Check("options: redirect not followed", res[0].Redirects() == 0)
 	case "repeated":
 		res := wload.Get(url("/cookies/set?session=abc&theme=dark")).MaxRedirects(0).Send()
 		var set []string
