@@ -18,7 +18,7 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 /// A self-signed certificate for `localhost`, written as PEM into the
 /// test's scratch folder, and a rustls server config offering `alpn`.
-fn tls_server(name: &str, alpn: &[&[u8]]) -> (TargetServer, PathBuf) {
+pub fn tls_server(name: &str, alpn: &[&[u8]]) -> (TargetServer, PathBuf) {
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()])
         .expect("generate a certificate");
     let dir = scratch(&format!("{name}_cert"));

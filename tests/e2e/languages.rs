@@ -175,18 +175,27 @@ fn python() -> &'static Built {
 /// `examples/go/<example>`, built by the SDK's own `wload-go build`
 /// (`go build` for wasip1, then the world's metadata appended) with the
 /// machine's Go (1.24 or later). The build fetches nothing: the SDK has no
-/// dependencies, and Go's caches stay under `target/lang/`.
+/// dependencies. Everything Go writes stays under `target/lang/go/`: its
+/// build and module caches, GOPATH, and its telemetry counters (under
+/// the user's config directory, which is moved there); no `go env -w`
+/// file of the machine's is read.
 fn go_build(example: &str) -> PathBuf {
     let dir = lang_dir();
     let out = dir.join(format!("go-{example}.wasm"));
+    let home = dir.join("go");
     let go_bin = go_binary();
     let mut go = Command::new(&go_bin);
     go.args(["run", "wload/sdk/cmd/wload-go", "build", "-o"])
         .arg(&out)
         .arg(".")
         .current_dir(repo_root().join(format!("examples/go/{example}")))
-        .env("GOCACHE", dir.join("go-cache"))
-        .env("GOMODCACHE", dir.join("go-mod"))
+        .env("GOCACHE", home.join("cache"))
+        .env("GOMODCACHE", home.join("mod"))
+        .env("GOPATH", home.join("path"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("GOENV", "off")
+        // No git runs for stamps a test module does not use.
+        .env("GOFLAGS", "-buildvcs=false")
         // The machine's Go, never one fetched for an older go.mod.
         .env("GOTOOLCHAIN", "local")
         // What wload-go runs `go build` with.
@@ -344,13 +353,27 @@ fn javascript_examples_count_like_rust() {
 /// SDK does: the same checks pass, the server sees the same requests,
 /// `http_req_failed` counts the same.
 fn http_features_match_rust(lang: &str, test: &Path) {
-    for args in [
-        "--vus 1 --iterations 2 -e MODE=proto",
-        "--vus 1 --iterations 3 -e MODE=redirect",
-        "--vus 2 --iterations 8 -e MODE=cookies",
-        "--vus 1 --iterations 4 -e MODE=expect",
-    ] {
-        let mode = args.rsplit('=').next().unwrap_or("mode");
+    modes_match_rust(
+        lang,
+        test,
+        &[
+            "--vus 1 --iterations 2 -e MODE=proto",
+            "--vus 1 --iterations 3 -e MODE=redirect",
+            "--vus 2 --iterations 8 -e MODE=cookies",
+            "--vus 1 --iterations 4 -e MODE=expect",
+        ],
+    );
+}
+
+/// Each of `runs` (the arguments of one mode of http_features, `MODE=`
+/// last but for flags after it) passes the same checks in `lang` as in
+/// Rust, with the same requests at the server.
+fn modes_match_rust(lang: &str, test: &Path, runs: &[&str]) {
+    for &args in runs {
+        let mode = args
+            .split_whitespace()
+            .find_map(|a| a.strip_prefix("MODE="))
+            .unwrap_or("mode");
         let [(reqs, run), (rust_reqs, rust)] =
             side_by_side(&format!("{lang}_http_{mode}"), test, "http_features", args);
         assert_eq!(reqs, rust_reqs, "{mode}: requests at the server");
@@ -372,6 +395,109 @@ fn http_features_match_rust(lang: &str, test: &Path) {
             "{mode}: http_req_failed"
         );
     }
+}
+
+/// The modes of http_features beyond the ones every language has: a
+/// batch, decoding, the request builder's query, form, multipart and JSON
+/// bodies, a body kept against `--discard-response-bodies`, and a network
+/// error's code, as in Rust.
+#[test]
+fn go_http_features_match_rust_in_every_mode() {
+    let built = go();
+    let test = built.http_features.as_deref().expect("go http_features");
+    // Nothing listens there: connection refused, 1212.
+    let refused = format!(
+        "--vus 1 --iterations 2 -e MODE=error -e TARGET=http://127.0.0.1:{}/ -e EXPECT_CODE=1212",
+        free_port()
+    );
+    modes_match_rust(
+        "go",
+        test,
+        &[
+            "--vus 1 --iterations 3 -e MODE=batch -e BATCH_N=8",
+            "--vus 1 --iterations 2 -e MODE=compress",
+            "--vus 1 --iterations 2 -e MODE=sdk",
+            "--vus 1 --iterations 2 -e MODE=keep --discard-response-bodies",
+            &refused,
+        ],
+    );
+}
+
+/// Over TLS the Go test sees what Rust sees: HTTP/2 chosen by ALPN, TLS
+/// 1.3, a timed handshake; and HTTP/1.1 when the server offers only it.
+#[test]
+fn go_proto_and_tls_version_over_tls_as_in_rust() {
+    let built = go();
+    let test = built.http_features.as_deref().expect("go http_features");
+    for (name, alpn, proto) in [
+        ("go_tls_h2", &[&b"h2"[..], b"http/1.1"][..], "HTTP/2.0"),
+        ("go_tls_h1", &[&b"http/1.1"[..]][..], "HTTP/1.1"),
+    ] {
+        let (server, ca) = crate::http::tls_server(name, alpn);
+        let base = format!("https://localhost:{}", server.addr.port());
+        let run = run_file(
+            name,
+            test,
+            &base,
+            &format!(
+                "--vus 1 --iterations 3 -e MODE=proto -e EXPECT_PROTO={proto} -e EXPECT_TLS=tls1.3 --tls-ca {}",
+                ca.display()
+            ),
+            LIMIT,
+        );
+        assert_eq!(run.code(), Some(0), "{name}: stderr: {}", run.stderr());
+        for check in [
+            "status is 200",
+            "proto as expected",
+            "server saw the proto",
+            "tls version as expected",
+        ] {
+            assert_eq!(run.check(check), (3, 0), "{name}: check {check:?}");
+        }
+        assert_eq!(run.check("handshake timed"), (1, 0), "{name}");
+    }
+}
+
+/// Requests of one batch with options of their own (`batch-with`): a
+/// redirect not followed, a 404 expected by one request and not by the
+/// other, which alone counts in `http_req_failed`.
+#[test]
+fn go_batch_with_options_per_request() {
+    let built = go();
+    let test = built.http_features.as_deref().expect("go http_features");
+    let server = server();
+    let run = run_file(
+        "go_http_options",
+        test,
+        &server.base_url(),
+        "--vus 1 --iterations 3 -e MODE=options",
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(server.stats.requests(), 9);
+    assert_eq!(run.check("options: each its own"), (3, 0));
+    assert_eq!(run.check("options: redirect not followed"), (3, 0));
+    assert_eq!(run.metric("http_req_failed", "passes"), 3.0);
+    assert_eq!(run.metric("http_reqs", "count"), 9.0);
+}
+
+/// Repeated response fields stay apart: the two `set-cookie` fields of a
+/// 302 are two entries of `Headers`, `Header` is the first.
+#[test]
+fn go_repeated_header_fields_are_kept() {
+    let built = go();
+    let test = built.http_features.as_deref().expect("go http_features");
+    let server = server();
+    let run = run_file(
+        "go_http_repeated",
+        test,
+        &server.base_url(),
+        "--vus 1 --iterations 2 -e MODE=repeated",
+        LIMIT,
+    );
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(run.check("repeated: both set-cookie fields"), (2, 0));
+    assert_eq!(run.check("repeated: Header is the first"), (2, 0));
 }
 
 /// A per-request body limit (`maxBodySize` in JS, `max_body_size=` in
@@ -565,7 +691,8 @@ fn go_body_limit_per_request() {
 /// fails the iteration; the memory limit stops a VU that allocates without
 /// end; a failing setup stops the run with its message; setup data reaches
 /// every iteration and teardown; garbage collections do not trap the
-/// instance; a response kept past its iteration panics with the SDK's
+/// instance, also while results too large for the SDK's scratch buffer
+/// arrive; a response kept past its iteration panics with the SDK's
 /// message when used.
 #[test]
 fn go_faults_end_as_in_rust() {
@@ -629,6 +756,26 @@ fn go_faults_end_as_in_rust() {
         garbage.stderr()
     );
     assert_eq!(garbage.check("garbage: headers read"), (30, 0));
+
+    // Results past the SDK's 32 KiB scratch buffer (setup data of
+    // 128 KiB, a 40 KB -e variable, 40 KiB of set-cookie fields) arrive
+    // whole amid collections, and the memory they pass through is reused:
+    // 40 iterations of 64 reads each stay within 64 MiB.
+    let big = "b".repeat(40_000);
+    let (_, big) = run(
+        "go_big",
+        &format!(
+            "--vus 1 --iterations 40 -e FAULT=big -e BIG_LEN=40000 -e BIG={big} --vu-memory 64MiB"
+        ),
+    );
+    assert_eq!(big.code(), Some(0), "stderr: {}", big.stderr());
+    assert!(
+        big.summary["metrics"]["iterations_failed"].is_null(),
+        "{}",
+        big.stderr()
+    );
+    assert_eq!(big.check("big: results whole"), (40, 0));
+    assert_eq!(big.check("setup data arrived"), (40, 0));
 
     let (_, stale) = run("go_stale", "--vus 1 --iterations 2 -e FAULT=stale");
     assert_eq!(stale.metric("iterations_failed", "count"), 1.0);

@@ -14,6 +14,10 @@
 //     a header over (where a collection must not start: it would read the
 //     clock through WASI, which the component model forbids there, and
 //     the instance would trap).
+//   - big: results larger than the SDK's 32 KiB scratch buffer (setup
+//     data of 128 KiB, -e BIG= of ${BIG_LEN} bytes, 40 KiB of set-cookie
+//     fields), read 64 times per iteration between allocations of 256
+//     KiB of garbage; they arrive whole and the instance does not trap.
 //
 // Setup returns {"token": "t0k3n"}; every iteration checks that it
 // arrived, and teardown logs it. Every mode first sends GET ${BASE_URL}/.
@@ -26,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"wload/sdk/wload"
@@ -44,6 +49,9 @@ type setupData struct {
 func (f *faults) Setup() (string, error) {
 	if wload.Env("FAULT", "") == "setup" {
 		return "", errors.New("setup refused on purpose")
+	}
+	if wload.Env("FAULT", "") == "big" {
+		return `{"token":"t0k3n","pad":"` + strings.Repeat("p", 128<<10) + `"}`, nil
 	}
 	return `{"token":"t0k3n"}`, nil
 }
@@ -82,6 +90,27 @@ func (f *faults) Iteration(data string) error {
 			read = read && ok
 		}
 		wload.Check("garbage: headers read", read)
+	case "big":
+		value := strings.Repeat("v", 2<<10)
+		var q []string
+		for i := range 20 {
+			q = append(q, fmt.Sprintf("c%d=%s", i, value))
+		}
+		cookies := wload.Get(base + "/cookies/set?" + strings.Join(q, "&")).MaxRedirects(0).Send()
+		want, _ := strconv.Atoi(wload.Env("BIG_LEN", "0"))
+		whole := true
+		for range 64 {
+			f.sink = make([]byte, 256<<10)
+			set := 0
+			for _, h := range cookies.Headers() {
+				if h[0] == "set-cookie" && strings.HasSuffix(h[1], "="+value+"; Path=/") {
+					set++
+				}
+			}
+			data, _ := wload.SetupData()
+			whole = whole && set == 20 && len(wload.Env("BIG", "")) == want && len(data) > 128<<10
+		}
+		wload.Check("big: results whole", whole)
 	case "stale":
 		if f.kept != nil {
 			f.kept.Status()

@@ -2,12 +2,14 @@
 //
 // The engine writes results into memory it asks for with cabi_realloc,
 // in the middle of an import call. There the component model forbids
-// calling out of the instance, and the Go allocator may start a garbage
-// collection, which reads the clock through WASI: the instance would
-// trap. So cabi_realloc hands out memory that was allocated before the
-// call: a scratch buffer, reused once its contents were copied into Go
-// values (released), or a buffer reserved for one result of a known size
-// (a body). Only a result larger than both falls back to the allocator.
+// calling out of the instance, and the Go allocator may start or assist a
+// garbage collection, or return memory to the system, all of which read
+// the clock through WASI: the instance would trap. So cabi_realloc never
+// allocates. It hands out a scratch buffer, reused once its contents were
+// copied into Go values (released), or a buffer allocated before the call
+// for results of a known size (a body, a batch's responses), and past
+// both, the spill area (spill.go). Results that went there are fetched
+// again into a buffer of the size they took (fetch).
 
 package wload
 
@@ -20,65 +22,82 @@ var (
 	used    uintptr
 )
 
-// reserved, when set, takes the next result that fits: a body whose
-// length was asked first. The caller keeps it; it is not reused.
-var reserved []byte
+// reserved, when set, takes the next results that fit, before scratch:
+// the caller allocated it for them and keeps it.
+var (
+	reserved     []byte
+	reservedUsed uintptr
+)
 
-// allocs keeps the fallback blocks reachable until they were copied.
-var allocs [][]byte
+// demand is what the results of the running call asked for, with their
+// alignment: the size of the buffer that takes them all when they are
+// fetched again.
+var demand uintptr
 
 //go:wasmexport cabi_realloc
 func cabiRealloc(oldPtr unsafe.Pointer, oldSize, align, newSize uint32) unsafe.Pointer {
 	if newSize == 0 {
 		return unsafe.Pointer(uintptr(align))
 	}
-	a := uintptr(max(align, 1))
-	var p uintptr
-	if r := reserved; r != nil && oldPtr == nil && uintptr(newSize) <= uintptr(cap(r)) {
-		reserved = nil
-		p = uintptr(unsafe.Pointer(unsafe.SliceData(r)))
-	} else {
-		p = fromScratch(uintptr(newSize), a)
+	n, a := uintptr(newSize), uintptr(max(align, 1))
+	demand += n + a - 1
+	p := bump(reserved, &reservedUsed, n, a)
+	if p == nil {
+		p = bump(scratch, &used, n, a)
 	}
-	if p == 0 {
-		// Larger than the scratch buffer: the allocator, which may
-		// collect garbage (and trap) in the rare case it decides to.
-		buf := make([]byte, uintptr(newSize)+a)
-		allocs = append(allocs, buf)
-		p = (uintptr(unsafe.Pointer(unsafe.SliceData(buf))) + a - 1) &^ (a - 1)
+	if p == nil {
+		p = spill(n, a)
 	}
 	if oldPtr != nil && oldSize > 0 {
-		copy(unsafe.Slice((*byte)(unsafe.Pointer(p)), newSize), unsafe.Slice((*byte)(oldPtr), min(oldSize, newSize)))
+		copy(unsafe.Slice((*byte)(p), newSize), unsafe.Slice((*byte)(oldPtr), min(oldSize, newSize)))
 	}
+	return p
+}
+
+// bump is n bytes aligned to a from buf past *at, or nil when they do
+// not fit.
+func bump(buf []byte, at *uintptr, n, a uintptr) unsafe.Pointer {
+	if len(buf) == 0 {
+		return nil
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	p := (base + *at + a - 1) &^ (a - 1)
+	if p+n > base+uintptr(len(buf)) {
+		return nil
+	}
+	*at = p + n - base
 	return unsafe.Pointer(p)
 }
 
-// fromScratch is n bytes aligned to a from the scratch buffer, or 0 when
-// they do not fit.
-func fromScratch(n, a uintptr) uintptr {
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(scratch)))
-	at := (base + used + a - 1) &^ (a - 1)
-	if at+n > base+uintptr(len(scratch)) {
-		return 0
-	}
-	used = at + n - base
-	return at
-}
-
-// reserve makes the next result of up to n bytes land in a buffer of its
-// own, which is returned; call it before the import call.
+// reserve makes the next results of up to n bytes in all land in a
+// buffer of their own, which is returned; call it before the import call.
 func reserve(n uint64) []byte {
-	reserved = make([]byte, n)
+	reserved, reservedUsed = make([]byte, n), 0
 	return reserved
 }
 
-// released empties the scratch buffer and forgets the fallback blocks
-// once the results of a call were copied.
+// fetch makes call, an import whose results the engine writes through
+// cabi_realloc, and returns once they are all in Go memory. When some
+// went to the spill area, which Go's allocator must not see, they are
+// dropped and the call is made again into a buffer of the size they
+// took: every import called this way only reads. Copy the results, then
+// call released.
+func fetch(call func()) {
+	call()
+	for spilled {
+		need := demand
+		released()
+		reserve(uint64(need))
+		used = uintptr(len(scratch)) // all into the new buffer
+		call()
+	}
+}
+
+// released empties the buffers once the results of a call were copied.
 func released() {
-	used = 0
-	reserved = nil
-	clear(allocs)
-	allocs = allocs[:0]
+	used, demand = 0, 0
+	reserved, reservedUsed = nil, 0
+	unspill()
 }
 
 // ret is a return area for imports; 8-aligned through its element type.

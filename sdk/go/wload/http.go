@@ -67,7 +67,8 @@ func (r *Response) Status() int { return int(witStatus(r.handle())) }
 
 // Error is the network error or timeout; "" when a response arrived.
 func (r *Response) Error() string {
-	witError(r.handle(), retPtr())
+	h := r.handle()
+	fetch(func() { witError(h, retPtr()) })
 	s, _ := liftOptionString(retPtr())
 	released()
 	return s
@@ -120,8 +121,9 @@ func (r *Response) JSON(v any) error { return json.Unmarshal(r.Body(), v) }
 
 // Header is the first header named name (case-insensitive).
 func (r *Response) Header(name string) (string, bool) {
+	h := r.handle()
 	n, nl := strPtr(name)
-	witHeader(r.handle(), n, nl, retPtr())
+	fetch(func() { witHeader(h, n, nl, retPtr()) })
 	runtime.KeepAlive(name)
 	v, ok := liftOptionString(retPtr())
 	released()
@@ -131,7 +133,8 @@ func (r *Response) Header(name string) (string, bool) {
 // Headers are all headers in the order received, names in lower case;
 // repeated fields (set-cookie) stay apart.
 func (r *Response) Headers() [][2]string {
-	witHeaders(r.handle(), retPtr())
+	handle := r.handle()
+	fetch(func() { witHeaders(handle, retPtr()) })
 	h := liftFields(retPtr())
 	released()
 	return h
@@ -146,7 +149,8 @@ func (r *Response) Timings() Timings {
 
 // URL is the URL of this response: after redirects, the last one.
 func (r *Response) URL() string {
-	witURL(r.handle(), retPtr())
+	h := r.handle()
+	fetch(func() { witURL(h, retPtr()) })
 	s := liftString(retPtr(), 0)
 	released()
 	return s
@@ -154,7 +158,8 @@ func (r *Response) URL() string {
 
 // Proto is HTTP/1.1 or HTTP/2.0; "" when no connection was made.
 func (r *Response) Proto() string {
-	witProto(r.handle(), retPtr())
+	h := r.handle()
+	fetch(func() { witProto(h, retPtr()) })
 	s := liftString(retPtr(), 0)
 	released()
 	return s
@@ -162,7 +167,8 @@ func (r *Response) Proto() string {
 
 // TLSVersion is tls1.2 or tls1.3 over https, "" otherwise.
 func (r *Response) TLSVersion() string {
-	witTLSVersion(r.handle(), retPtr())
+	h := r.handle()
+	fetch(func() { witTLSVersion(h, retPtr()) })
 	s := liftString(retPtr(), 0)
 	released()
 	return s
@@ -433,6 +439,9 @@ func (r *Request) Send() *Response {
 // order. The run's --batch and --batch-per-host bound how many are in
 // flight.
 func Batch(reqs ...*Request) []*Response {
+	// The responses' handles: 4 bytes each, in a buffer of their own (a
+	// batch is not sent again as fetch would).
+	reserve(4 * uint64(len(reqs)))
 	limits, options := false, false
 	for _, r := range reqs {
 		limits = limits || r.hasLimits()
@@ -479,7 +488,7 @@ func Batch(reqs ...*Request) []*Response {
 // (name, value). The jar is the VU's own and lasts the whole run.
 func Cookies(url string) [][2]string {
 	u, ul := strPtr(url)
-	witCookies(u, ul, retPtr())
+	fetch(func() { witCookies(u, ul, retPtr()) })
 	runtime.KeepAlive(url)
 	c := liftFields(retPtr())
 	released()
@@ -501,7 +510,7 @@ func Cookie(url, name string) (string, bool) {
 func SetCookie(url, cookie string) error {
 	u, ul := strPtr(url)
 	c, cl := strPtr(cookie)
-	witSetCookie(u, ul, c, cl, retPtr())
+	fetch(func() { witSetCookie(u, ul, c, cl, retPtr()) })
 	runtime.KeepAlive(url)
 	runtime.KeepAlive(cookie)
 	var err error

@@ -23,7 +23,8 @@ func (m *metric) record(value float64, tags [][2]string) {
 		if m.isTime {
 			t = 1
 		}
-		witDefine(n, nl, m.kind, t, retPtr())
+		kind := m.kind
+		fetch(func() { witDefine(n, nl, kind, t, retPtr()) })
 		runtime.KeepAlive(m.name)
 		if u8At(retPtr(), 0) != 0 {
 			why := liftString(retPtr(), 4)

@@ -168,6 +168,12 @@ var keepLists [][]uint32
 func exportIteration(execPtr unsafe.Pointer, execLen uint32) unsafe.Pointer {
 	defer guard()
 	defer closeResponses()
+	if spilled {
+		// The engine wrote the name to the spill area, which must be
+		// zeroed before anything is allocated (spill.go).
+		released()
+		return resultUnit(fmt.Errorf("an entry point's name is longer than the %d bytes it may have", len(scratch)))
+	}
 	exec := string(unsafe.Slice((*byte)(execPtr), execLen))
 	released()
 	t := the()

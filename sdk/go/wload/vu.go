@@ -16,7 +16,7 @@ func Iteration() uint64 { return witVuIteration() }
 
 // Scenario is the name of the scenario this VU runs.
 func Scenario() string {
-	witVuScenario(retPtr())
+	fetch(func() { witVuScenario(retPtr()) })
 	s := liftString(retPtr(), 0)
 	released()
 	return s
@@ -28,7 +28,7 @@ func Sleep(d time.Duration) { witVuSleep(uint64(max(d, 0))) }
 // Env is a `-e KEY=VALUE` variable, or fallback when it is not set.
 func Env(key, fallback string) string {
 	k, kl := strPtr(key)
-	witVuEnv(k, kl, retPtr())
+	fetch(func() { witVuEnv(k, kl, retPtr()) })
 	runtime.KeepAlive(key)
 	v, ok := liftOptionString(retPtr())
 	released()
@@ -40,11 +40,22 @@ func Env(key, fallback string) string {
 
 // SetupData is the JSON text setup returned, if any.
 func SetupData() (string, bool) {
-	witVuSetupData(retPtr())
+	if setupKnown {
+		return setupText, true
+	}
+	fetch(func() { witVuSetupData(retPtr()) })
 	v, ok := liftOptionString(retPtr())
 	released()
+	// Once there, it is the same for the rest of the run: read it once,
+	// not in every iteration.
+	setupText, setupKnown = v, ok
 	return v, ok
 }
+
+var (
+	setupText  string
+	setupKnown bool
+)
 
 // LogLevel is the severity of a log line.
 type LogLevel uint32

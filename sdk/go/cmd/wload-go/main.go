@@ -101,7 +101,9 @@ func build(pkg, out string) error {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	cmd := exec.Command(goCmd, "build", "-buildmode=c-shared", "-o", tmp.Name(), pkg)
+	// No version control stamp: the engine never reads it, and stamping
+	// runs git, which refuses a checkout that another user owns.
+	cmd := exec.Command(goCmd, "build", "-buildmode=c-shared", "-buildvcs=false", "-o", tmp.Name(), pkg)
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
