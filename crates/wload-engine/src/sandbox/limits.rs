@@ -110,7 +110,51 @@ pub fn check_process_limits(vus: u64, local_ips: Option<&LocalIps>) -> Result<()
     {
         eprintln!("wload: warning: {warning}");
     }
+    let tables = [
+        (
+            "net.netfilter.nf_conntrack_max",
+            read_u64("/proc/sys/net/netfilter/nf_conntrack_count"),
+            read_u64("/proc/sys/net/netfilter/nf_conntrack_max"),
+            "the kernel drops their packets (\"nf_conntrack: table full\")",
+        ),
+        (
+            "fs.file-max",
+            file_nr(),
+            read_u64("/proc/sys/fs/file-max"),
+            "opening them fails with ENFILE",
+        ),
+    ];
+    for (name, used, max, then) in tables {
+        if let (Some(used), Some(max)) = (used, max)
+            && let Some(warning) = system_table_warning(vus, name, used, max, then)
+        {
+            eprintln!("wload: warning: {warning}");
+        }
+    }
     Ok(())
+}
+
+/// What to tell a user whose `vus` connections would not fit in a
+/// system-wide table `name` (`used` of `max` entries taken): connection
+/// tracking, when netfilter tracks loopback or the target's traffic, and
+/// the open files of all processes. Warned, not refused: whether the
+/// VUs' connections are tracked at all depends on the firewall's rules.
+fn system_table_warning(vus: u64, name: &str, used: u64, max: u64, then: &str) -> Option<String> {
+    let free = max.saturating_sub(used);
+    if vus <= free {
+        return None;
+    }
+    let want = (used + vus + FDS_BASE).next_power_of_two();
+    Some(format!(
+        "{vus} VUs may open {vus} connections, but {name} has room for {free} more ({used} of \
+         {max} in use); past it {then}: raise it with `sudo sysctl -w {name}={want}`"
+    ))
+}
+
+/// Open files of the whole system (`fs.file-nr`'s first field).
+fn file_nr() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/sys/fs/file-nr").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
 
 /// Bind to the first and last address of every block: an address this
@@ -215,6 +259,22 @@ mod tests {
         assert!(fails.contains("over 8 or more"), "{fails}");
         assert_eq!(port_range_warning(100_000, 8, LINUX_DEFAULT), None);
         assert_eq!(port_range_warning(19_000, 1, (1024, 65535)), None);
+    }
+
+    #[test]
+    fn warns_when_a_system_table_cannot_take_the_connections() {
+        let name = "net.netfilter.nf_conntrack_max";
+        assert_eq!(system_table_warning(100_000, name, 0, 262_144, "x"), None);
+        let w = system_table_warning(100_000, name, 200_000, 262_144, "they drop").unwrap();
+        assert!(
+            w.contains("room for 62144 more (200000 of 262144 in use)"),
+            "{w}"
+        );
+        assert!(w.contains("past it they drop"), "{w}");
+        assert!(
+            w.contains("sysctl -w net.netfilter.nf_conntrack_max=524288"),
+            "{w}"
+        );
     }
 
     #[test]
