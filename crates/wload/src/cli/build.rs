@@ -116,9 +116,16 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
     );
     let started = Instant::now();
     let tmp = dir.join(format!("{key}.wasm.{}", std::process::id()));
-    let inputs = match lang {
-        Lang::JavaScript => build_js(&sdk, &script, &tmp)?,
-        Lang::Python => build_python(&sdk, &script, &tmp)?,
+    let built = match lang {
+        Lang::JavaScript => build_js(&sdk, &script, &tmp),
+        Lang::Python => build_python(&sdk, &script, &tmp),
+    };
+    let inputs = match built {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
     };
     let recorded: Vec<Value> = inputs
         .iter()
