@@ -15,6 +15,7 @@ mod errors;
 mod executors;
 mod hostile;
 mod http;
+mod k6_corpus;
 mod k8s;
 mod languages;
 mod layers;

@@ -24,7 +24,6 @@ use wload_output::stream::{OutSpec, Output, Outputs, RunStart};
 use wload_output::{Report, RunClock};
 use wload_units::format;
 
-use crate::WasmtimeResult;
 use crate::component::{Cache, CompiledTest};
 use crate::config;
 use crate::executor::vu::explain_trap;
@@ -526,12 +525,15 @@ impl ProbeInstance {
         file_options: Map<String, Value>,
         recorder: &Recorder,
     ) -> Result<config::Options> {
-        let options_json = self
-            .test
-            .call_options(&mut self.store)
-            .await
-            .anyhow()
-            .context("the test's options() failed")?;
+        // A trap here is the script's (a JS test's init code runs on this
+        // first call): explained like setup's, with what the guest reported.
+        let options_json = match self.test.call_options(&mut self.store).await {
+            Ok(json) => json,
+            Err(trap) => {
+                let why = describe(explain_trap(self.store.data_mut(), &trap));
+                return Err(script_error(format!("the test's options() failed: {why}")));
+            }
+        };
         let test_options = config::test_layer(&options_json)?;
         let merged = config::merge(&[
             &test_options,
@@ -559,12 +561,15 @@ impl ProbeInstance {
                 "WARN option {key:?} is not supported by this version of wload and has no effect"
             );
         }
-        let functions = self
-            .test
-            .call_functions(&mut self.store)
-            .await
-            .anyhow()
-            .context("the test's functions() failed")?;
+        let functions = match self.test.call_functions(&mut self.store).await {
+            Ok(functions) => functions,
+            Err(trap) => {
+                let why = describe(explain_trap(self.store.data_mut(), &trap));
+                return Err(script_error(format!(
+                    "the test's functions() failed: {why}"
+                )));
+            }
+        };
         let missing: Vec<String> = options
             .scenarios
             .iter()

@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 // `wload-js build script.js -o test.wasm`: bundle a k6-style script with the
 // SDK (esbuild) and turn it into a component of the world `wload:test`
-// (componentize-js, which pre-initialises the JS engine with wizer).
+// (componentize-js, which pre-initialises the JS engine with wizer). The
+// script is bundled as a lazily evaluated module, so the snapshot holds the
+// engine and the SDK and each VU runs the script's top level itself, as k6
+// runs the init code per VU. `--inputs FILE` writes the files the bundle
+// read (JSON), for `wload run script.js`'s cache.
 
 import { mkdtemp, rm, writeFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -35,11 +39,11 @@ const sdkModules = {
 
 function usage(message) {
   if (message) console.error(`wload-js: ${message}`);
-  console.error('usage: wload-js build <script.js> [-o <test.wasm>]');
+  console.error('usage: wload-js build <script.js> [-o <test.wasm>] [--inputs <inputs.json>]');
   process.exit(2);
 }
 
-async function buildTest(script, out) {
+async function buildTest(script, out, inputsFile) {
   const scriptPath = resolve(script);
   try {
     await stat(scriptPath);
@@ -54,9 +58,10 @@ async function buildTest(script, out) {
       [
         // The SDK's globals (__ENV, __VU, __ITER, console) before the script.
         `import 'wload';`,
-        `import * as script from ${JSON.stringify(scriptPath)};`,
         `import { makeExports } from 'wload-internal:exports';`,
-        `const t = makeExports(script);`,
+        // esbuild turns a require() of an ES module into a function that
+        // evaluates it on first call: here, the first call from the engine.
+        `const t = makeExports(() => require(${JSON.stringify(scriptPath)}));`,
         `export const options = t.options;`,
         `export const setup = t.setup;`,
         `export const functions = t.functions;`,
@@ -66,7 +71,7 @@ async function buildTest(script, out) {
       ].join('\n'),
     );
     const bundle = join(work, 'bundle.js');
-    await build({
+    const bundled = await build({
       entryPoints: [entry],
       bundle: true,
       format: 'esm',
@@ -76,7 +81,17 @@ async function buildTest(script, out) {
       external: ['wload:test/*'],
       plugins: [sdkModules],
       logLevel: 'error',
+      metafile: true,
     });
+    if (inputsFile) {
+      // Paths in the metafile are relative to the working directory; the
+      // generated entry is not an input of the user's.
+      const inputs = Object.keys(bundled.metafile.inputs)
+        .map((p) => resolve(p))
+        .filter((p) => p !== entry)
+        .sort();
+      await writeFile(inputsFile, JSON.stringify(inputs));
+    }
     const { component } = await componentize({
       sourcePath: bundle,
       witPath: join(sdk, 'wit'),
@@ -95,13 +110,15 @@ async function buildTest(script, out) {
 
 const args = process.argv.slice(2);
 if (args[0] !== 'build' || !args[1]) usage();
-let out = basename(args[1]).replace(/\.[cm]?js$/, '') + '.wasm';
+let out = basename(args[1]).replace(/\.([cm]?js|[cm]?ts)$/, '') + '.wasm';
+let inputs;
 for (let i = 2; i < args.length; i++) {
   if (args[i] === '-o' || args[i] === '--output') out = args[++i] ?? usage('-o needs a file');
+  else if (args[i] === '--inputs') inputs = args[++i] ?? usage('--inputs needs a file');
   else usage(`unknown argument ${args[i]}`);
 }
 try {
-  await buildTest(args[1], resolve(out));
+  await buildTest(args[1], resolve(out), inputs && resolve(inputs));
 } catch (e) {
   console.error(`wload-js: cannot build ${args[1]}: ${e && e.message ? e.message : e}`);
   process.exit(1);

@@ -1,7 +1,7 @@
 // Turns a k6-style script module (`export default function`, `export const
 // options`, `setup`, `teardown`, named scenario functions) into the exports
 // of the world `wload:test`. The build tool generates an entry that passes
-// the script's namespace here.
+// a function evaluating the script here.
 
 import { markRunning, vu } from './host.js';
 import './index.js';
@@ -18,12 +18,36 @@ function errorText(e) {
   return typeof e === 'string' ? e : JSON.stringify(e);
 }
 
-export function makeExports(script) {
-  if (typeof script.default !== 'function') {
-    throw new Error('the script has no `export default function`: wload runs it once per iteration');
+/**
+ * The world's exports for the script that `load()` evaluates. The script's
+ * top level runs on the first call from the engine, inside the VU's own
+ * instance, as k6 runs the init code once per VU: it may read `__ENV`,
+ * `__VU` and the rest of the VU's state. (The build snapshots the engine
+ * and the SDK only; evaluating the script there would run it where no
+ * engine answers.)
+ */
+export function makeExports(load) {
+  let script;
+  function module() {
+    if (script === undefined) {
+      markRunning();
+      const loaded = load();
+      if (typeof loaded.default !== 'function') {
+        throw new Error('the script has no `export default function`: wload runs it once per iteration');
+      }
+      script = loaded;
+    }
+    return script;
   }
-  // options is plain data: serialised once, at build time.
-  const optionsJson = script.options === undefined ? '' : JSON.stringify(script.options);
+  /** For the exports without a `result`: the message reaches the engine before the trap. */
+  function orPanic(fn) {
+    try {
+      return fn();
+    } catch (e) {
+      vu.reportPanic(`the script's top level failed: ${errorText(e)}`);
+      throw e;
+    }
+  }
 
   let setupData;
   let setupDataRead = false;
@@ -38,13 +62,14 @@ export function makeExports(script) {
 
   return {
     options() {
-      return optionsJson;
+      const options = orPanic(module).options;
+      return options === undefined ? '' : JSON.stringify(options);
     },
     setup() {
-      markRunning();
-      if (typeof script.setup !== 'function') return undefined;
       let result;
       try {
+        const script = module();
+        if (typeof script.setup !== 'function') return undefined;
         result = script.setup();
       } catch (e) {
         throw errorText(e);
@@ -52,12 +77,18 @@ export function makeExports(script) {
       return result === undefined ? undefined : JSON.stringify(result);
     },
     functions() {
+      const script = orPanic(module);
       const named = Object.keys(script).filter((k) => typeof script[k] === 'function' && !RESERVED.has(k));
       return ['default', ...named];
     },
     iteration(exec) {
-      markRunning();
-      const fn = exec === 'default' ? script.default : RESERVED.has(exec) ? undefined : script[exec];
+      let fn;
+      try {
+        const script = module();
+        fn = exec === 'default' ? script.default : RESERVED.has(exec) ? undefined : script[exec];
+      } catch (e) {
+        throw errorText(e);
+      }
       if (typeof fn !== 'function') throw `this script exports no function named ${JSON.stringify(exec)}`;
       try {
         fn(data());
@@ -66,9 +97,9 @@ export function makeExports(script) {
       }
     },
     teardown() {
-      markRunning();
-      if (typeof script.teardown !== 'function') return;
       try {
+        const script = module();
+        if (typeof script.teardown !== 'function') return;
         script.teardown(data());
       } catch (e) {
         throw errorText(e);

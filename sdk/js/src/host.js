@@ -1,7 +1,8 @@
 // The raw imports of the world `wload:test`, guarded: at build time the
-// top level of a test runs once inside the snapshotting step (wizer), where
-// the engine is not there to answer, so a host call then gets a clear error
-// instead of a trap with no explanation.
+// SDK's own top level runs inside the snapshotting step (wizer), where the
+// engine is not there to answer, so a host call then gets a clear error
+// instead of a trap with no explanation. The script's top level runs later,
+// per VU (exports.js).
 
 import * as wit_http from 'wload:test/http@0.1.0';
 import * as wit_checks from 'wload:test/checks@0.1.0';
@@ -10,7 +11,7 @@ import * as wit_vu from 'wload:test/vu@0.1.0';
 
 let running = false;
 
-/** Called by the generated entry on the first call from the engine. */
+/** Called on the first call from the engine (exports.js). */
 export function markRunning() {
   running = true;
 }
@@ -18,9 +19,8 @@ export function markRunning() {
 function guard(what) {
   if (!running) {
     throw new Error(
-      `${what} cannot be used at the top level of the script: in wload the top level runs once, ` +
-        'at build time, where there is no engine; move it into the default function, setup() ' +
-        'or teardown() (k6 runs it per VU; wload snapshots it)',
+      `${what} cannot be used while the component is being built (pre-initialisation), ` +
+        'where there is no engine: only the SDK runs then, the script runs in the VUs',
     );
   }
 }

@@ -1,7 +1,7 @@
 // `import { Counter, Gauge, Rate, Trend } from 'wload/metrics'`: k6's
 // custom metrics. Create them at the top level as in k6: the engine is
-// asked for the metric's id on first use, inside a VU, since the top level
-// runs at build time.
+// asked for the metric's id on first use, so a metric made where no engine
+// answers (code the SDK runs at build time) still works.
 
 import { metrics, fields } from './host.js';
 

@@ -2,6 +2,7 @@
 //! prints what comes back. Option precedence: flags > `WLOAD_*`
 //! environment variables > the test's own `options()`.
 
+mod build;
 mod k8s;
 mod plugin;
 mod remote;
@@ -50,7 +51,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a test or a scenario plugin (a .wasm component, or a .cwasm
-    /// from `wload compile`); a plugin takes its parameters with -p.
+    /// from `wload compile`); a plugin takes its parameters with -p. A
+    /// JavaScript (.js, .mjs, .ts) or Python (.py) test is built into a
+    /// component first, with Node.js or Python, and the build is cached.
     Run {
         /// The test (or plugin) file.
         test: PathBuf,
@@ -647,12 +650,21 @@ fn invalid_flags(problems: Vec<String>) -> ExitError {
 pub async fn main() -> Result<u8> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { test, load } if load.server.is_some() => {
-            let server = load.server.clone().unwrap_or_default();
-            load.run_remote(&test, &server).await
-        }
         Command::Run { test, load } => {
-            let opts = load.options(TestSource::File(test), &[])?;
+            // A script is run (and uploaded) as the component built from it,
+            // shown by the script's name.
+            let (component, source) = match build::Lang::of(&test) {
+                Some(lang) => {
+                    let built = build::component(&test, lang, load.no_cache)?;
+                    let name = test.display().to_string();
+                    (built.clone(), TestSource::Named { path: built, name })
+                }
+                None => (test.clone(), TestSource::File(test)),
+            };
+            if let Some(server) = load.server.clone() {
+                return load.run_remote(&component, &server).await;
+            }
+            let opts = load.options(source, &[])?;
             run_and_report(opts, &load).await
         }
         Command::Demo { load, .. } if load.server.is_some() => Err(invalid_flags(vec![

@@ -1,0 +1,422 @@
+//! `wload run script.js` and `wload run test.py`: a k6 user types one
+//! command, so a JavaScript or Python test is built into a component on the
+//! way to the run, with the SDK built into this binary (extracted into the
+//! cache directory, its npm packages or componentize-py installed there
+//! once), and the component is cached by the content of the script, every
+//! file it reads and the SDK, so the second run starts at once without Node
+//! or Python.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use wload_engine::component::Cache;
+
+/// The languages a test file may be written in, by its extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    JavaScript,
+    Python,
+}
+
+impl Lang {
+    /// `None` for a component (`.wasm`, `.cwasm`) or anything else: the
+    /// engine reads those as they are.
+    pub fn of(path: &Path) -> Option<Lang> {
+        match path.extension()?.to_str()? {
+            "js" | "mjs" | "cjs" | "ts" | "mts" => Some(Lang::JavaScript),
+            "py" => Some(Lang::Python),
+            _ => None,
+        }
+    }
+
+    fn tag(self) -> &'static str {
+        match self {
+            Lang::JavaScript => "js",
+            Lang::Python => "python",
+        }
+    }
+
+    /// The SDK's files, as committed in sdk/js and sdk/python.
+    fn sdk(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Lang::JavaScript => JS_SDK,
+            Lang::Python => PYTHON_SDK,
+        }
+    }
+}
+
+macro_rules! sdk_files {
+    ($root:literal: $($file:literal),* $(,)?) => {
+        &[$(($file, include_str!(concat!("../../../../sdk/", $root, "/", $file)))),*]
+    };
+}
+
+const JS_SDK: &[(&str, &str)] = sdk_files!("js":
+    "package.json",
+    "package-lock.json",
+    "bin/wload-js.mjs",
+    "src/execution.js",
+    "src/exports.js",
+    "src/host.js",
+    "src/http.js",
+    "src/index.js",
+    "src/metrics.js",
+    "wit/scenario.wit",
+    "wit/test.wit",
+);
+
+const PYTHON_SDK: &[(&str, &str)] = sdk_files!("python":
+    "wload_build.py",
+    "wload/__init__.py",
+    "wload/_export.py",
+    "wload/_host.py",
+    "wload/http.py",
+    "wload/metrics.py",
+    "wload/wit/scenario.wit",
+    "wload/wit/test.wit",
+);
+
+/// What sdk/python/pyproject.toml pins; installed into the SDK's venv.
+const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
+
+/// The component to run for `script`, built unless the cache has it
+/// (`rebuild`: build even so, for `--no-cache`).
+pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
+    let text =
+        std::fs::read(script).with_context(|| format!("cannot read {}", script.display()))?;
+    let script = std::fs::canonicalize(script)
+        .with_context(|| format!("cannot resolve {}", script.display()))?;
+    let root = Cache::default_dir().context(
+        "no cache directory for the built component: set WLOAD_CACHE_DIR (or HOME, XDG_CACHE_HOME)",
+    )?;
+    let sdk_hash = sdk_hash(lang);
+    let mut key = Sha256::new();
+    key.update(lang.tag());
+    key.update(&sdk_hash);
+    key.update(script.as_os_str().as_encoded_bytes());
+    key.update([0]);
+    key.update(&text);
+    let key = hex(&key.finalize());
+    let dir = root.join("scripts");
+    let wasm = dir.join(format!("{key}.wasm"));
+    let manifest = dir.join(format!("{key}.json"));
+    if !rebuild && wasm.is_file() && inputs_unchanged(&manifest) {
+        return Ok(wasm);
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let sdk = install_sdk(lang, &root.join("sdk"), &sdk_hash)?;
+    eprintln!(
+        "wload: building {} into a component (cached after this run)",
+        script.display()
+    );
+    let started = Instant::now();
+    let tmp = dir.join(format!("{key}.wasm.{}", std::process::id()));
+    let built = match lang {
+        Lang::JavaScript => build_js(&sdk, &script, &tmp),
+        Lang::Python => build_python(&sdk, &script, &tmp),
+    };
+    let inputs = match built {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    let recorded: Vec<Value> = inputs
+        .iter()
+        .map(|p| json!([p, std::fs::read(p).map(|b| hex(&Sha256::digest(b))).ok()]))
+        .collect();
+    // The component first: a manifest without it is a cache miss, the
+    // other way round a stale hit.
+    std::fs::rename(&tmp, &wasm).with_context(|| format!("cannot write {}", wasm.display()))?;
+    std::fs::write(&manifest, json!({ "inputs": recorded }).to_string())
+        .with_context(|| format!("cannot write {}", manifest.display()))?;
+    eprintln!(
+        "wload: built {} in {:.1}s ({})",
+        script.display(),
+        started.elapsed().as_secs_f64(),
+        wasm.display()
+    );
+    Ok(wasm)
+}
+
+/// Whether every file the last build read still has the content it had.
+fn inputs_unchanged(manifest: &Path) -> bool {
+    let Some(recorded) = std::fs::read(manifest)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+    else {
+        return false;
+    };
+    let Some(inputs) = recorded["inputs"].as_array() else {
+        return false;
+    };
+    inputs.iter().all(|entry| {
+        let (Some(path), Some(hash)) = (entry[0].as_str(), entry[1].as_str()) else {
+            return false;
+        };
+        std::fs::read(path).is_ok_and(|b| hex(&Sha256::digest(b)) == hash)
+    })
+}
+
+fn sdk_hash(lang: Lang) -> String {
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION"));
+    for (name, text) in lang.sdk() {
+        h.update(name);
+        h.update([0]);
+        h.update(text);
+        h.update([0]);
+    }
+    hex(&h.finalize())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SDK in `<cache>/sdk/<lang>-<hash>`, with what it needs installed:
+/// extracted and installed in a scratch folder renamed into place when
+/// complete, so a failed or concurrent install never leaves half of one.
+fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
+    let dir = root.join(format!("{}-{}", lang.tag(), &hash[..16]));
+    if dir.is_dir() {
+        return Ok(dir);
+    }
+    let work = root.join(format!(
+        "{}-{}.{}",
+        lang.tag(),
+        &hash[..16],
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&work);
+    for (name, text) in lang.sdk() {
+        let path = work.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let installed = match lang {
+        Lang::JavaScript => {
+            eprintln!(
+                "wload: installing the JavaScript SDK's packages (componentize-js, esbuild) \
+                 with npm into {} (once)",
+                dir.display()
+            );
+            let mut npm = Command::new("npm");
+            npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+                .current_dir(&work);
+            run(
+                npm,
+                "npm",
+                NODE_MISSING,
+                "npm ci (it fetches the SDK's packages from the npm registry)",
+            )
+        }
+        // componentize-py goes in a venv of its own (python_venv), only
+        // when WLOAD_PYTHON does not name an interpreter that has it.
+        Lang::Python => Ok(()),
+    };
+    if let Err(e) = installed {
+        let _ = std::fs::remove_dir_all(&work);
+        return Err(e);
+    }
+    if std::fs::rename(&work, &dir).is_err() {
+        // Another wload installed the same SDK meanwhile: use that one.
+        let _ = std::fs::remove_dir_all(&work);
+        if !dir.is_dir() {
+            bail!("cannot move the SDK into {}", dir.display());
+        }
+    }
+    Ok(dir)
+}
+
+const NODE_MISSING: &str = "`wload run` builds a JavaScript test with Node.js 20 or later and \
+     npm: install them (e.g. `apt-get install nodejs npm`, or from https://nodejs.org), or build \
+     the component elsewhere with `wload-js build` and run the .wasm";
+
+const PYTHON_MISSING: &str = "`wload run` builds a Python test with Python 3.11 or later and its \
+     venv module: install them (e.g. `apt-get install python3 python3-venv`), set WLOAD_PYTHON \
+     to an interpreter that has componentize-py, or build the component elsewhere with \
+     `wload-py build` and run the .wasm";
+
+/// The interpreter that builds Python tests: `WLOAD_PYTHON`, else `python3`.
+fn python() -> String {
+    std::env::var("WLOAD_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// Run `cmd`, its output passed through; `missing` when `program` is not
+/// installed, the step named in the error when it fails.
+fn run(mut cmd: Command, program: &str, missing: &str, step: &str) -> Result<()> {
+    match cmd.status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => bail!("{step} failed ({status}); its output is above"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("cannot run {program}: it is not installed or not on PATH. {missing}")
+        }
+        Err(e) => bail!("cannot run {program}: {e}"),
+    }
+}
+
+/// `wload-js build`; the inputs are the files esbuild bundled.
+fn build_js(sdk: &Path, script: &Path, out: &Path) -> Result<Vec<String>> {
+    let inputs_file = out.with_extension("inputs");
+    let mut node = Command::new("node");
+    node.arg(sdk.join("bin/wload-js.mjs"))
+        .arg("build")
+        .arg(script)
+        .arg("-o")
+        .arg(out)
+        .arg("--inputs")
+        .arg(&inputs_file);
+    let built = run(
+        node,
+        "node",
+        NODE_MISSING,
+        &format!("building {}", script.display()),
+    );
+    let inputs = built.and_then(|()| {
+        let text = std::fs::read(&inputs_file)
+            .with_context(|| format!("wload-js wrote no {}", inputs_file.display()))?;
+        serde_json::from_slice::<Vec<String>>(&text).context("wload-js wrote unreadable inputs")
+    });
+    let _ = std::fs::remove_file(&inputs_file);
+    inputs
+}
+
+/// `<cache>/sdk/python-venv-<version>`: a virtual environment with
+/// componentize-py, made once. Made where it stays (its scripts name their
+/// folder), so completeness is a marker written last.
+fn python_venv(root: &Path) -> Result<PathBuf> {
+    let dir = root.join(format!(
+        "python-venv-{}",
+        COMPONENTIZE_PY.replace("==", "-")
+    ));
+    let interpreter = dir.join("bin/python");
+    let marker = dir.join(".wload-installed");
+    if marker.is_file() {
+        return Ok(interpreter);
+    }
+    eprintln!(
+        "wload: installing {COMPONENTIZE_PY} into a virtual environment in {} (once)",
+        dir.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut venv = Command::new(python());
+    venv.args(["-m", "venv"]).arg(&dir);
+    run(venv, &python(), PYTHON_MISSING, "python3 -m venv")?;
+    let mut pip = Command::new(&interpreter);
+    pip.args(["-m", "pip", "install", "--quiet", COMPONENTIZE_PY]);
+    run(
+        pip,
+        "pip",
+        PYTHON_MISSING,
+        &format!("pip install {COMPONENTIZE_PY} (from PyPI)"),
+    )?;
+    std::fs::write(&marker, COMPONENTIZE_PY)
+        .with_context(|| format!("cannot write {}", marker.display()))?;
+    Ok(interpreter)
+}
+
+/// `wload-py build` with `WLOAD_PYTHON`, else the venv above; the inputs are
+/// the Python files beside the test, which it may import (componentize-py
+/// does not say which it read).
+fn build_python(sdk: &Path, script: &Path, out: &Path) -> Result<Vec<String>> {
+    let interpreter = match std::env::var_os("WLOAD_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => python_venv(sdk.parent().unwrap_or(sdk))?,
+    };
+    let mut cmd = Command::new(&interpreter);
+    cmd.arg(sdk.join("wload_build.py"))
+        .arg("build")
+        .arg(script)
+        .arg("-o")
+        .arg(out);
+    run(
+        cmd,
+        &interpreter.display().to_string(),
+        PYTHON_MISSING,
+        &format!("building {}", script.display()),
+    )?;
+    let mut inputs = Vec::new();
+    if let Some(folder) = script.parent() {
+        python_files(folder, &mut inputs);
+    }
+    inputs.sort();
+    Ok(inputs)
+}
+
+/// The `.py` files under `dir`, leaving out virtual environments, caches
+/// and hidden folders (nothing a test imports from its own folder).
+fn python_files(dir: &Path, out: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            let skip = name.starts_with('.')
+                || name == "__pycache__"
+                || name == "node_modules"
+                || path.join("pyvenv.cfg").exists();
+            if !skip {
+                python_files(&path, out);
+            }
+        } else if name.ends_with(".py") {
+            out.push(path.display().to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_language_comes_from_the_extension() {
+        assert_eq!(Lang::of(Path::new("a/script.js")), Some(Lang::JavaScript));
+        assert_eq!(Lang::of(Path::new("script.mjs")), Some(Lang::JavaScript));
+        assert_eq!(Lang::of(Path::new("script.ts")), Some(Lang::JavaScript));
+        assert_eq!(Lang::of(Path::new("test.py")), Some(Lang::Python));
+        assert_eq!(Lang::of(Path::new("test.wasm")), None);
+        assert_eq!(Lang::of(Path::new("test.cwasm")), None);
+        assert_eq!(Lang::of(Path::new("js")), None);
+    }
+
+    #[test]
+    fn a_changed_input_is_a_cache_miss() {
+        let dir = std::env::temp_dir().join(format!("wload-build-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lib = dir.join("lib.js");
+        std::fs::write(&lib, "export const a = 1;").unwrap();
+        let manifest = dir.join("m.json");
+        let hash = hex(&Sha256::digest(b"export const a = 1;"));
+        std::fs::write(
+            &manifest,
+            json!({ "inputs": [[lib.display().to_string(), hash]] }).to_string(),
+        )
+        .unwrap();
+        assert!(inputs_unchanged(&manifest));
+        std::fs::write(&lib, "export const a = 2;").unwrap();
+        assert!(!inputs_unchanged(&manifest));
+        std::fs::remove_file(&lib).unwrap();
+        assert!(!inputs_unchanged(&manifest));
+        assert!(!inputs_unchanged(&dir.join("missing.json")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_sdks_differ_and_are_stable() {
+        assert_eq!(sdk_hash(Lang::JavaScript), sdk_hash(Lang::JavaScript));
+        assert_ne!(sdk_hash(Lang::JavaScript), sdk_hash(Lang::Python));
+    }
+}
