@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use wac_graph::types::{Package, SubtypeChecker, are_semver_compatible};
+use wac_graph::types::{ItemKind, Package, SubtypeChecker, are_semver_compatible};
 use wac_graph::{CompositionGraph, EncodeOptions, PackageId};
 
 /// A library plugin given with `--with`: its file, and its bytes (a
@@ -197,7 +197,9 @@ fn links(
     let mut cache = HashSet::new();
     let mut links = Vec::new();
     for (import, import_ty) in &types[graph[test].ty()].imports {
-        if host_provides(import) {
+        // Types a world `use`s are imports too, of the interfaces that
+        // define them (also imported), not things to link.
+        if host_provides(import) || matches!(import_ty, ItemKind::Type(_)) {
             continue;
         }
         let (base, version) = split_version(import);
@@ -322,8 +324,9 @@ fn refuse_foreign_imports(
 ) -> Result<()> {
     match graph.types()[graph[lib].ty()]
         .imports
-        .keys()
-        .find(|name| !host_provides(name))
+        .iter()
+        .find(|(name, kind)| !host_provides(name) && !matches!(kind, ItemKind::Type(_)))
+        .map(|(name, _)| name)
     {
         Some(name) => bail!(
             "the plugin {} imports {name}, which wload does not provide (a plugin may import \
