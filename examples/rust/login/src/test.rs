@@ -39,7 +39,10 @@ impl Test for Login {
             .send();
         check("me is 200", res.status() == 200);
         let me: Value = res.json().unwrap_or_default();
-        check("me is the logged-in user", me["user"] == session.user.as_str());
+        check(
+            "me is the logged-in user",
+            me["user"] == session.user.as_str(),
+        );
         if vu::iteration() % 5 == 4 {
             login::logout(&self.base, &session)?;
         } else {
