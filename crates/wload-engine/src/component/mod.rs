@@ -300,7 +300,8 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
     Ok(GuestKind::Test)
 }
 
-fn one_line(s: &str) -> String {
+/// `s` with its whitespace runs (line breaks too) as single spaces.
+pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

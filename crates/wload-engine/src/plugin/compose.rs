@@ -23,6 +23,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use wac_graph::types::{ItemKind, Package, SubtypeChecker, are_semver_compatible};
 use wac_graph::{CompositionGraph, EncodeOptions, PackageId};
 
+use crate::component::one_line;
+
 /// A library plugin given with `--with`: its file, and its bytes (a
 /// component).
 #[derive(Debug, Clone)]
@@ -335,10 +337,6 @@ fn refuse_foreign_imports(
         ),
         None => Ok(()),
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
