@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per iteration of examples/rust/hello (a GET, a check and a
-# counter), counted by valgrind's callgrind: the CPU cost of the request
+# counter; EXAMPLE=NAME for another example), counted by valgrind's callgrind: the CPU cost of the request
 # path without the noise of a shared machine. Timed runs here vary by
 # +-10% from one minute to the next; instruction counts repeat within a
 # few tenths of a percent, so this is the figure to compare before and
@@ -16,13 +16,17 @@
 #   TOP=30 bench/instructions.sh
 #   WLOAD=/tmp/wload-old bench/instructions.sh   # another build, to compare
 #   N=4000 VUS=100 bench/instructions.sh
+#   EXAMPLE=login WITH=target/guests/wasm32-wasip2/release/session.wasm \
+#     bench/instructions.sh   # another example, linked with a library plugin
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${N:-2000}
 vus=${VUS:-4}
 top=${TOP:-0}
 . bench/lib.sh
-wload_and_guest hello
+wload_and_guest "${EXAMPLE:-hello}"
+with=()
+[ -n "${WITH:-}" ] && with=(--with "$WITH")
 if ! command -v valgrind >/dev/null; then
   echo "installing valgrind (apt-get)" >&2
   apt-get install -y -q valgrind >/dev/null 2>&1 ||
@@ -41,12 +45,12 @@ count() { # iterations: callgrind's output file for that many
   # A long output interval: the per-second aggregation would otherwise
   # count in proportion to valgrind's slowness, not to the iterations.
   taskset -c 1 valgrind --tool=callgrind --smc-check=all \
-    --callgrind-out-file="$work/cg.$1" "$WLOAD" run "$GUEST" -q \
+    --callgrind-out-file="$work/cg.$1" "$WLOAD" run "$GUEST" "${with[@]}" -q \
     --vus "$vus" --iterations "$1" --out-interval 1h \
     -e BASE_URL="http://127.0.0.1:$port" >"$work/run.$1.log" 2>&1 ||
     { echo "wload failed under valgrind:"; cat "$work/run.$1.log"; exit 1; } >&2
-  grep -q "http_reqs.*: $1 " "$work/run.$1.log" ||
-    { echo "expected $1 requests:"; cat "$work/run.$1.log"; exit 1; } >&2
+  grep -q "iterations.*: $1 " "$work/run.$1.log" ||
+    { echo "expected $1 iterations:"; cat "$work/run.$1.log"; exit 1; } >&2
 }
 count "$n" &
 first=$!

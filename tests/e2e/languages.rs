@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use crate::support::*;
 
-fn lang_dir() -> PathBuf {
+pub(crate) fn lang_dir() -> PathBuf {
     let dir = repo_root().join("target").join("lang");
     std::fs::create_dir_all(&dir).expect("create target/lang");
     dir
 }
 
 /// Run `cmd` to completion; panic with its output when it fails.
-fn must(mut cmd: Command, what: &str) {
+pub(crate) fn must(mut cmd: Command, what: &str) {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot start {what}: {e} (is it installed?)"));
@@ -81,7 +81,7 @@ struct Built {
 }
 
 /// The JS SDK, installed once per test process.
-fn npm_sdk_once() -> &'static Path {
+pub(crate) fn npm_sdk_once() -> &'static Path {
     static SDK: OnceLock<PathBuf> = OnceLock::new();
     SDK.get_or_init(|| npm_sdk("js"))
 }

@@ -7,6 +7,7 @@ mod support;
 mod thresholds;
 
 mod api_schema;
+mod compose;
 mod control;
 mod deploy;
 mod distributed;

@@ -32,6 +32,7 @@ use crate::executor::{
 };
 pub use crate::executor::{RunHandle, RunStatus};
 use crate::host::{self, RunShared, VuScenario, VuState};
+use crate::plugin::compose::{self, Library};
 use crate::plugin::params::{self as plugin_params, RawParam};
 use crate::plugin::{self, Description, Guest, GuestKind, Param};
 use crate::rate::{RateLimiter, RpsCap};
@@ -144,6 +145,9 @@ pub struct RunOptions {
     /// `-p NAME=VALUE` parameters of a plugin, in the order given; they
     /// override the options file's `params`. A test takes none.
     pub params: Vec<RawParam>,
+    /// `--with PLUGIN.wasm`: library plugins the test imports from,
+    /// linked into it at load time, after the options file's `with`.
+    pub with: Vec<PathBuf>,
     pub limits: SandboxLimits,
     pub http: ClientConfig,
     pub cache: Cache,
@@ -188,6 +192,7 @@ impl std::fmt::Debug for RunOptions {
             .field("config_file", &self.config_file)
             .field("env", &self.env)
             .field("params", &self.params)
+            .field("with", &self.with)
             .field("limits", &self.limits)
             .field("http", &self.http)
             .field("segment", &self.segment)
@@ -222,11 +227,18 @@ pub struct RunOutcome {
 pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     let probe = Sandbox::probe(opts.limits)?;
     let _probe_ticker = probe.start_ticker();
-    let compiled = load(&opts, &probe)?;
     let mut file_options = match &opts.config_file {
         Some(path) => config::file_layer(path)?,
         None => Map::new(),
     };
+    let mut with = match &opts.config_file {
+        Some(path) => {
+            compose::take_from_options(&mut file_options, path).map_err(invalid_config)?
+        }
+        None => Vec::new(),
+    };
+    with.extend(opts.with.iter().cloned());
+    let compiled = load(&opts, &probe, &with)?;
     let mut given = match &opts.config_file {
         Some(path) => plugin_params::take_from_options(&mut file_options, path)
             .map_err(|e| invalid_config(format!("{e:#}")))?,
@@ -375,16 +387,22 @@ fn plan(options: &config::Options, seg: &Segment) -> RunPlan {
     }
 }
 
-/// Load the test and compile it (or take it from the cache).
-fn load(opts: &RunOptions, probe: &Sandbox) -> Result<CompiledTest> {
+/// Load the test, linked with the library plugins `with`, and compile it
+/// (or take it from the cache).
+fn load(opts: &RunOptions, probe: &Sandbox, with: &[PathBuf]) -> Result<CompiledTest> {
+    let with = with
+        .iter()
+        .map(|p| Library::read(p))
+        .collect::<Result<Vec<_>>>()?;
     match &opts.test {
         TestSource::File(path) | TestSource::Named { path, .. } => {
-            CompiledTest::load(&probe.engine, path, &opts.cache)
+            CompiledTest::load_with(&probe.engine, path, &with, &opts.cache)
         }
-        TestSource::Embedded { name, bytes } => CompiledTest::from_bytes(
+        TestSource::Embedded { name, bytes } => CompiledTest::from_bytes_with(
             &probe.engine,
             std::path::Path::new(name),
             bytes,
+            &with,
             &opts.cache,
         ),
     }

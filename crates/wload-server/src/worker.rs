@@ -140,6 +140,7 @@ async fn run(dir: &Path) -> Result<u8> {
         cli_options: Default::default(),
         env_options: Default::default(),
         params: Vec::new(),
+        with: Vec::new(),
         config_file: Some(options_file),
         env: job.env.clone().into_iter().collect(),
         limits: SandboxLimits {

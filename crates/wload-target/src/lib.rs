@@ -17,9 +17,11 @@
 //! - `GET /cookies`: the request's `cookie` header as the body
 //! - `GET /compressed/ALG`: a text body encoded with gzip, deflate or zstd
 //! - `GET /proto`: the HTTP version of the request (`HTTP/2.0`, ...)
+//! - `/session/...`: a bearer-token login API (see [`session`])
 //! - anything else: 404
 
 pub mod counting;
+pub mod session;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -54,6 +56,7 @@ pub struct ServerStats {
     /// Requests being handled right now, and the most at once.
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
+    pub sessions: session::SessionStats,
 }
 
 impl Default for ServerStats {
@@ -68,6 +71,7 @@ impl Default for ServerStats {
             max_open_connections: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
+            sessions: session::SessionStats::default(),
         }
     }
 }
@@ -359,6 +363,7 @@ async fn route(req: Request<Incoming>, stats: &ServerStats) -> Response<Full<Byt
             }
             None => text(StatusCode::BAD_REQUEST, "use gzip, deflate or zstd"),
         },
+        ("session", rest) => session::route(req, rest, &stats.sessions).await,
         ("proto", None) => {
             let version = format!("{:?}", req.version());
             Response::new(Full::new(Bytes::from(version)))

@@ -34,16 +34,21 @@ const sdkModules = {
       return { path: join(sdk, 'src', file) };
     });
     b.onResolve({ filter: /^wload-internal:exports$/ }, () => ({ path: join(sdk, 'src', 'exports.js') }));
+    // Other WIT interfaces (a library plugin's, `wload:session/login@0.1.0`)
+    // are the component's imports, bound by componentize-js.
+    b.onResolve({ filter: /^[a-z][a-z0-9-]*:[a-z][a-z0-9-]*\/[a-z]/ }, (args) => ({ path: args.path, external: true }));
   },
 };
 
 function usage(message) {
   if (message) console.error(`wload-js: ${message}`);
-  console.error('usage: wload-js build <script.js> [-o <test.wasm>] [--inputs <inputs.json>]');
+  console.error(
+    'usage: wload-js build <script.js> [-o <test.wasm>] [--inputs <inputs.json>] [--wit <dir> [--world <name>]]',
+  );
   process.exit(2);
 }
 
-async function buildTest(script, out, inputsFile) {
+async function buildTest(script, out, inputsFile, wit) {
   const scriptPath = resolve(script);
   try {
     await stat(scriptPath);
@@ -94,8 +99,9 @@ async function buildTest(script, out, inputsFile) {
     }
     const { component } = await componentize({
       sourcePath: bundle,
-      witPath: join(sdk, 'wit'),
-      worldName: 'test',
+      // `--wit`: a world that adds imports (a library plugin's) to wload's.
+      witPath: wit.path ?? join(sdk, 'wit'),
+      worldName: wit.world,
       // No WASI stdio (console goes to the engine's log), no wasi:http:
       // the engine's http interface does the requests. Clocks and random
       // stay for Date.now() and Math.random().
@@ -112,13 +118,16 @@ const args = process.argv.slice(2);
 if (args[0] !== 'build' || !args[1]) usage();
 let out = basename(args[1]).replace(/\.([cm]?js|[cm]?ts)$/, '') + '.wasm';
 let inputs;
+const wit = { path: undefined, world: 'test' };
 for (let i = 2; i < args.length; i++) {
   if (args[i] === '-o' || args[i] === '--output') out = args[++i] ?? usage('-o needs a file');
   else if (args[i] === '--inputs') inputs = args[++i] ?? usage('--inputs needs a file');
+  else if (args[i] === '--wit') wit.path = resolve(args[++i] ?? usage('--wit needs a folder'));
+  else if (args[i] === '--world') wit.world = args[++i] ?? usage('--world needs a name');
   else usage(`unknown argument ${args[i]}`);
 }
 try {
-  await buildTest(args[1], resolve(out), inputs && resolve(inputs));
+  await buildTest(args[1], resolve(out), inputs && resolve(inputs), wit);
 } catch (e) {
   console.error(`wload-js: cannot build ${args[1]}: ${e && e.message ? e.message : e}`);
   process.exit(1);

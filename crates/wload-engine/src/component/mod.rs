@@ -25,6 +25,7 @@ pub use core::has_component_metadata;
 
 use crate::WasmtimeResult;
 use crate::host::{self, TestPre};
+use crate::plugin::compose::{self, Library};
 use crate::plugin::{self, GuestKind, GuestPre, Param, PluginPre};
 use crate::sandbox::InstanceNeeds;
 
@@ -76,9 +77,20 @@ impl CompiledTest {
     /// Read `path`, compile it with `engine` (or take the cached result)
     /// and check it against the world.
     pub fn load(engine: &Engine, path: &Path, cache: &Cache) -> Result<CompiledTest> {
+        Self::load_with(engine, path, &[], cache)
+    }
+
+    /// [`CompiledTest::load`] of the test linked with the library plugins
+    /// `with` (`wload run --with`), see [`compose`].
+    pub fn load_with(
+        engine: &Engine,
+        path: &Path,
+        with: &[Library],
+        cache: &Cache,
+    ) -> Result<CompiledTest> {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Self::from_bytes(engine, path, &bytes, cache)
+        Self::from_bytes_with(engine, path, &bytes, with, cache)
     }
 
     pub fn from_bytes(
@@ -87,15 +99,43 @@ impl CompiledTest {
         bytes: &[u8],
         cache: &Cache,
     ) -> Result<CompiledTest> {
+        Self::from_bytes_with(engine, path, bytes, &[], cache)
+    }
+
+    /// [`CompiledTest::from_bytes`] with library plugins: the test is
+    /// composed with them first, and the compiled composition cached
+    /// under the test's and the plugins' bytes.
+    pub fn from_bytes_with(
+        engine: &Engine,
+        path: &Path,
+        bytes: &[u8],
+        with: &[Library],
+        cache: &Cache,
+    ) -> Result<CompiledTest> {
         let name = path.display();
+        let compile = |component: &[u8]| -> Result<Vec<u8>> {
+            if with.is_empty() {
+                return cache.get_or_compile(engine, component);
+            }
+            let inputs: Vec<&[u8]> = std::iter::once(bytes)
+                .chain(with.iter().map(|l| l.bytes.as_slice()))
+                .collect();
+            cache.get_or_compose(engine, &inputs, || {
+                compose::compose(&name.to_string(), component, with)
+            })
+        };
         let cwasm = match detect(bytes) {
-            FileKind::Component => cache.get_or_compile(engine, bytes)?,
+            FileKind::Component => compile(bytes)?,
+            FileKind::Precompiled if !with.is_empty() => bail!(
+                "{name} is precompiled (a .cwasm), which cannot be linked with plugins: run the test's .wasm with --with \
+                 (wload caches the compiled composition)"
+            ),
             FileKind::Precompiled => bytes.to_vec(),
             FileKind::CoreModule if core::has_component_metadata(bytes) => {
                 let component = core::to_component(bytes).with_context(|| {
                     format!("{name} is a core module that cannot become a component")
                 })?;
-                cache.get_or_compile(engine, &component)?
+                compile(&component)?
             }
             FileKind::CoreModule => bail!(
                 "{name} is a core WebAssembly module, not a component, and carries no component metadata; expected a component of the world \
@@ -203,6 +243,17 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
     };
     let linker = host::linker(engine)?;
     let pre = linker.instantiate_pre(component).map_err(|e| {
+        let foreign = component
+            .component_type()
+            .imports(engine)
+            .map(|(name, _)| name.to_owned())
+            .find(|name| !compose::host_provides(name));
+        if let Some(name) = foreign {
+            return anyhow::anyhow!(
+                "it imports {name}, which wload does not provide: a library plugin must export it; \
+                 give that plugin with --with PLUGIN.wasm"
+            );
+        }
         anyhow::anyhow!(
             "it imports something wload does not provide ({}); expected a component of {worlds} \
              (imports: wload:test/http, checks, metrics, vu and WASI 0.2)",
@@ -221,6 +272,25 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
         return Ok(GuestKind::Plugin);
     }
     TestPre::new(pre).map_err(|e| {
+        // A library plugin exports interfaces and no entry point.
+        let interfaces: Vec<String> = component
+            .component_type()
+            .exports(engine)
+            .map(|(name, _)| name.to_owned())
+            .filter(|name| name.contains('/'))
+            .collect();
+        let is_library = !interfaces.is_empty()
+            && !component
+                .component_type()
+                .exports(engine)
+                .any(|(name, _)| name == "iteration");
+        if is_library {
+            return anyhow::anyhow!(
+                "it is a library plugin (it exports {}): a test imports it; run that test with \
+                 --with PLUGIN.wasm",
+                interfaces.join(", ")
+            );
+        }
         anyhow::anyhow!(
             "its exports do not match the world {WORLD} ({}); a test exports options, setup, functions, \
              iteration and teardown (the SDKs' export macros do this)",
@@ -230,7 +300,8 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
     Ok(GuestKind::Test)
 }
 
-fn one_line(s: &str) -> String {
+/// `s` with its whitespace runs (line breaks too) as single spaces.
+pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -7,7 +7,12 @@
 //! executors: a plugin answers `options()` with nothing and `functions()`
 //! with its one entry point, and every instance of it is configured with
 //! the run's parameters ([`params`]) as soon as it is created.
+//!
+//! Library plugins, which export interfaces for tests to import rather
+//! than entry points, are linked into the test before it is compiled
+//! ([`compose`]).
 
+pub mod compose;
 pub mod params;
 
 use std::collections::HashMap;

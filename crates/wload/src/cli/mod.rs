@@ -214,6 +214,12 @@ struct LoadArgs {
     /// the options file's "params". `wload plugin info` lists them.
     #[arg(short = 'p', long = "param", value_name = "NAME=VALUE", value_parser = RawParam::from_flag)]
     params: Vec<RawParam>,
+    /// A library plugin the test imports an interface from, repeatable:
+    /// --with session.wasm. wload links it into the test before the run
+    /// (cached); an import no plugin exports, or exports at another
+    /// version or type, is refused. Adds to the options file's "with".
+    #[arg(long = "with", value_name = "PLUGIN.wasm")]
+    with: Vec<PathBuf>,
     /// A tag on every metric sample, repeatable: --tag team=payments
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     tags: Vec<(String, String)>,
@@ -604,6 +610,7 @@ impl LoadArgs {
             config_file: self.config.clone(),
             env,
             params,
+            with: self.with.clone(),
             segment: self.execution_segment.unwrap_or_default(),
             limits: SandboxLimits {
                 memory: self.vu_memory,

@@ -80,6 +80,11 @@ impl LoadArgs {
                 !self.params.is_empty(),
                 "plugins run locally: `wload run PLUGIN.wasm -p NAME=VALUE`",
             ),
+            (
+                "--with",
+                !self.with.is_empty(),
+                "plugins run locally: `wload run TEST.wasm --with PLUGIN.wasm`",
+            ),
         ];
         for (flag, set, why) in local_only {
             if set {
