@@ -19,6 +19,7 @@ mod k8s;
 mod languages;
 mod layers;
 mod load;
+mod oci;
 mod outputs;
 mod plugins;
 mod remote_outputs;
