@@ -171,7 +171,11 @@ fn replay_with(dir: &Path, wasm: &Path) {
         .args(["-p", "think=none", "--iterations", "2", "--quiet"]);
     let out = run(cmd, LIMIT);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
-    assert_eq!(server.stats.requests(), 2 * 6, "the pulled plugin did not replay");
+    assert_eq!(
+        server.stats.requests(),
+        2 * 6,
+        "the pulled plugin did not replay"
+    );
 }
 
 /// Push, pull into a fresh folder (lock written), run the pulled file;
@@ -217,7 +221,10 @@ fn a_pushed_plugin_pulls_pinned_and_runs() {
         lock_text.contains(&format!("component = \"{}\"", sha256(&bytes))),
         "{lock_text}"
     );
-    assert!(lock_text.contains("file = \"har-replay.wasm\""), "{lock_text}");
+    assert!(
+        lock_text.contains("file = \"har-replay.wasm\""),
+        "{lock_text}"
+    );
     replay_with(&fresh, &pulled);
 
     // The tag moves to other content: the same plugin with a custom
@@ -229,7 +236,12 @@ fn a_pushed_plugin_pulls_pinned_and_runs() {
     std::fs::write(&moved_file, &moved).expect("write");
     let moved_digest = ok(&wload_plugin(
         &dir,
-        &["push", moved_file.to_str().expect("path"), &tag, "--insecure"],
+        &[
+            "push",
+            moved_file.to_str().expect("path"),
+            &tag,
+            "--insecure",
+        ],
         &[],
     ));
     let moved_digest = moved_digest
@@ -244,8 +256,16 @@ fn a_pushed_plugin_pulls_pinned_and_runs() {
             "--update",
         ],
     );
-    assert_eq!(std::fs::read(&pulled).expect("file"), bytes, "a refused pull wrote");
-    assert_eq!(pinned(&lock, &tag), digest, "a refused pull changed the lock");
+    assert_eq!(
+        std::fs::read(&pulled).expect("file"),
+        bytes,
+        "a refused pull wrote"
+    );
+    assert_eq!(
+        pinned(&lock, &tag),
+        digest,
+        "a refused pull changed the lock"
+    );
 
     // By digest: the pinned bytes, whatever the tag says now.
     let by_digest = format!("{}@{digest}", registry.url("wload/har-replay"));
@@ -256,7 +276,10 @@ fn a_pushed_plugin_pulls_pinned_and_runs() {
         &["pull", &by_digest, "--insecure", "-o", "pinned.wasm"],
         &[],
     ));
-    assert_eq!(std::fs::read(elsewhere.join("pinned.wasm")).expect("file"), bytes);
+    assert_eq!(
+        std::fs::read(elsewhere.join("pinned.wasm")).expect("file"),
+        bytes
+    );
     assert_eq!(pinned(&elsewhere.join("wload.lock"), &by_digest), digest);
 
     // The lock alone brings the pinned bytes back (a fresh clone).
@@ -265,7 +288,11 @@ fn a_pushed_plugin_pulls_pinned_and_runs() {
     assert_eq!(std::fs::read(&pulled).expect("restored"), bytes);
 
     // --update takes the moved tag and pins it.
-    ok(&wload_plugin(&fresh, &["pull", &tag, "--insecure", "--update"], &[]));
+    ok(&wload_plugin(
+        &fresh,
+        &["pull", &tag, "--insecure", "--update"],
+        &[],
+    ));
     assert_eq!(pinned(&lock, &tag), moved_digest);
     assert_eq!(std::fs::read(&pulled).expect("file"), moved);
 

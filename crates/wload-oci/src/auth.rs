@@ -65,8 +65,8 @@ fn docker_config_path() -> Option<PathBuf> {
 pub fn from_docker_config(path: &Path, registry: &str) -> Result<Option<Credentials>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the Docker config {}", path.display()))?;
-    let config: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not JSON", path.display()))?;
+    let config: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     let Some(auths) = config["auths"].as_object() else {
         return Ok(None);
     };
@@ -121,10 +121,19 @@ mod tests {
         let c = from_docker_config(&path, "127.0.0.1:5000")
             .expect("read")
             .expect("found");
-        assert_eq!((c.username.as_str(), c.password.as_str()), ("alice", "s3cr3t"));
+        assert_eq!(
+            (c.username.as_str(), c.password.as_str()),
+            ("alice", "s3cr3t")
+        );
         assert!(!format!("{c:?}").contains("s3cr3t"));
-        assert_eq!(from_docker_config(&path, "127.0.0.1:5001").expect("read"), None);
-        assert_eq!(from_docker_config(&path, "helper.example").expect("read"), None);
+        assert_eq!(
+            from_docker_config(&path, "127.0.0.1:5001").expect("read"),
+            None
+        );
+        assert_eq!(
+            from_docker_config(&path, "helper.example").expect("read"),
+            None
+        );
         std::fs::write(&path, r#"{"auths": {"h": {"auth": "bm9jb2xvbg=="}}}"#).expect("write");
         let e = from_docker_config(&path, "h").expect_err("no colon");
         assert!(e.to_string().contains("docker login h"), "{e}");

@@ -111,11 +111,9 @@ impl PluginRef {
 
     pub(crate) fn oci(&self) -> Reference {
         match &self.digest {
-            Some(d) => Reference::with_digest(
-                self.registry.clone(),
-                self.repository.clone(),
-                d.clone(),
-            ),
+            Some(d) => {
+                Reference::with_digest(self.registry.clone(), self.repository.clone(), d.clone())
+            }
             None => Reference::with_tag(
                 self.registry.clone(),
                 self.repository.clone(),

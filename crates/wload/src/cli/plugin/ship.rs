@@ -151,8 +151,7 @@ fn check_component(source: &PluginRef, wasm: &[u8]) -> Result<()> {
 
 fn write_atomically(file: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let mut tmp = file.as_os_str().to_owned();
     tmp.push(".part");
