@@ -17,9 +17,12 @@
 //! - `GET /cookies`: the request's `cookie` header as the body
 //! - `GET /compressed/ALG`: a text body encoded with gzip, deflate or zstd
 //! - `GET /proto`: the HTTP version of the request (`HTTP/2.0`, ...)
+//! - `/items`, `/items/ID`: a JSON resource with POST, GET, PUT, DELETE
+//!   ([`crud`])
 //! - anything else: 404
 
 pub mod counting;
+pub mod crud;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -54,6 +57,8 @@ pub struct ServerStats {
     /// Requests being handled right now, and the most at once.
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
+    /// The `/items` resource and what was done to it.
+    pub items: crud::Items,
 }
 
 impl Default for ServerStats {
@@ -68,6 +73,7 @@ impl Default for ServerStats {
             max_open_connections: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
+            items: crud::Items::default(),
         }
     }
 }
@@ -259,6 +265,11 @@ async fn route(req: Request<Incoming>, stats: &ServerStats) -> Response<Full<Byt
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     match (parts.next().unwrap_or(""), parts.next()) {
         ("", None) => text(StatusCode::OK, "hello"),
+        ("items", id) => {
+            let method = req.method().clone();
+            let body = req.into_body().collect().await.map(|b| b.to_bytes());
+            stats.items.route(&method, id, &body.unwrap_or_default())
+        }
         ("bytes", Some(n)) => match n.parse::<usize>() {
             Ok(n) if n <= MAX_BYTES => {
                 let body = pattern(n);
