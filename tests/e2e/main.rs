@@ -24,6 +24,7 @@ mod outputs;
 mod plugins;
 mod remote_outputs;
 mod report;
+mod rest_crud;
 mod results;
 mod service;
 mod validation;
