@@ -1,8 +1,10 @@
 """`wload-py build test.py -o test.wasm` (or `python wload_build.py build ...`).
 
 Generates a small app module that exports the test through the world
-`wload:test` and runs componentize-py on it; componentize-py imports the
-test at build time and snapshots the initialised interpreter.
+`wload:test` (or, with `--plugin`, a scenario plugin through the world
+`wload:scenario/plugin@0.1.0`, see `wload.plugin`) and runs componentize-py
+on it; componentize-py imports the module at build time and snapshots the
+initialised interpreter.
 """
 
 import argparse
@@ -26,7 +28,7 @@ def _componentize_py() -> str:
     return found
 
 
-def build(test: Path, out: Path) -> None:
+def build(test: Path, out: Path, plugin: bool = False) -> None:
     if not test.is_file():
         sys.exit(f"wload-py: cannot read {test}")
     module = test.stem
@@ -34,13 +36,14 @@ def build(test: Path, out: Path) -> None:
         sys.exit(f"wload-py: {test.name} must be named like a Python module (not wload, wit_world or wload_app)")
     with tempfile.TemporaryDirectory(prefix="wload-py-") as work:
         app = Path(work) / "wload_app.py"
+        exporter = "wload._plugin_export" if plugin else "wload._export"
         app.write_text(
-            f"import {module} as _test\nfrom wload._export import make\n\nWitWorld = make(_test)\n"
+            f"import {module} as _test\nfrom {exporter} import make\n\nWitWorld = make(_test)\n"
         )
         cmd = [
             _componentize_py(),
             "-d", str(_SDK / "wit"),
-            "-w", "test",
+            "-w", "wload:scenario/plugin@0.1.0" if plugin else "test",
             "componentize",
             "-p", work,
             "-p", str(test.resolve().parent),
@@ -60,8 +63,9 @@ def main() -> None:
     b = sub.add_parser("build", help="build a test module into a component")
     b.add_argument("test", type=Path, help="the test module, e.g. test.py")
     b.add_argument("-o", "--output", type=Path, help="the component to write (default: <test>.wasm)")
+    b.add_argument("--plugin", action="store_true", help="the module is a scenario plugin (see wload.plugin)")
     args = parser.parse_args()
-    build(args.test, args.output or args.test.with_suffix(".wasm"))
+    build(args.test, args.output or args.test.with_suffix(".wasm"), args.plugin)
 
 
 if __name__ == "__main__":

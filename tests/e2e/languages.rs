@@ -139,9 +139,12 @@ fn assemblyscript() -> &'static Built {
     })
 }
 
-fn python() -> &'static Built {
-    static BUILT: OnceLock<Built> = OnceLock::new();
-    BUILT.get_or_init(|| {
+/// The Python of a venv in `target/lang/` with componentize-py installed,
+/// once per test process (the Python examples and Python plugins build
+/// with it).
+pub(crate) fn python_with_componentize() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
         let venv = lang_dir().join("py-venv");
         let py = venv.join("bin/python");
         if !py.exists() {
@@ -152,9 +155,17 @@ fn python() -> &'static Built {
         let mut pip = Command::new(&py);
         pip.args(["-m", "pip", "install", "--quiet", "componentize-py==0.25.1"]);
         must(pip, "pip install componentize-py==0.25.1");
+        py
+    })
+}
+
+fn python() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let py = python_with_componentize();
         let build = |example: &str| {
             let out = lang_dir().join(format!("py-{example}.wasm"));
-            let mut cmd = Command::new(&py);
+            let mut cmd = Command::new(py);
             cmd.arg(repo_root().join("sdk/python/wload_build.py"))
                 .arg("build")
                 .arg(repo_root().join(format!("examples/python/{example}/{example}.py")))

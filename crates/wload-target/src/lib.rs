@@ -18,9 +18,12 @@
 //! - `GET /compressed/ALG`: a text body encoded with gzip, deflate or zstd
 //! - `GET /proto`: the HTTP version of the request (`HTTP/2.0`, ...)
 //! - `/session/...`: a bearer-token login API (see [`session`])
+//! - `/items`, `/items/ID`: a JSON resource with POST, GET, PUT, DELETE
+//!   ([`crud`])
 //! - anything else: 404
 
 pub mod counting;
+pub mod crud;
 pub mod session;
 
 use std::convert::Infallible;
@@ -57,6 +60,8 @@ pub struct ServerStats {
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
     pub sessions: session::SessionStats,
+    /// The `/items` resource and what was done to it.
+    pub items: crud::Items,
 }
 
 impl Default for ServerStats {
@@ -72,6 +77,7 @@ impl Default for ServerStats {
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
             sessions: session::SessionStats::default(),
+            items: crud::Items::default(),
         }
     }
 }
@@ -263,6 +269,11 @@ async fn route(req: Request<Incoming>, stats: &ServerStats) -> Response<Full<Byt
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     match (parts.next().unwrap_or(""), parts.next()) {
         ("", None) => text(StatusCode::OK, "hello"),
+        ("items", id) => {
+            let method = req.method().clone();
+            let body = req.into_body().collect().await.map(|b| b.to_bytes());
+            stats.items.route(&method, id, &body.unwrap_or_default())
+        }
         ("bytes", Some(n)) => match n.parse::<usize>() {
             Ok(n) if n <= MAX_BYTES => {
                 let body = pattern(n);

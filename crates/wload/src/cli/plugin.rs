@@ -1,9 +1,13 @@
 //! `wload plugin …`: what a scenario plugin (a component of the world
 //! `wload:scenario/plugin`, see wit/scenario.wit) says about itself, so
-//! that its parameters can be found without reading its source.
+//! that its parameters can be found without reading its source; and
+//! shipping plugins through OCI registries (`push`, `pull`; the client
+//! and the lock file are the wload-oci crate).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+mod ship;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -24,17 +28,76 @@ pub(super) enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Push a plugin to an OCI registry as a wasm artifact (one
+    /// application/wasm layer) and print its digest. Credentials come from
+    /// WLOAD_REGISTRY_USERNAME/WLOAD_REGISTRY_PASSWORD or Docker's
+    /// config.json.
+    Push {
+        /// The plugin (a .wasm component).
+        plugin: PathBuf,
+        /// Where to: oci://HOST[:PORT]/NAME[:TAG] (TAG defaults to latest).
+        target: String,
+        /// Talk plain HTTP to the registry (a registry without TLS, such
+        /// as one on 127.0.0.1).
+        #[arg(long)]
+        insecure: bool,
+    },
+    /// Pull a plugin from an OCI registry into a .wasm file, pinning its
+    /// digest in the lock file (a later pull of a moved tag is refused).
+    /// Without a reference, pull every plugin of the lock file at its
+    /// pinned digest. Run the result with `wload run FILE.wasm -p …`.
+    Pull {
+        /// oci://HOST[:PORT]/NAME[:TAG] or oci://HOST[:PORT]/NAME@sha256:DIGEST.
+        source: Option<String>,
+        /// Where to write the component: a file, or a folder to write
+        /// NAME.wasm into (default: NAME.wasm next to the lock file).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// The lock file to read and update.
+        #[arg(long, default_value = wload_oci::lock::FILE_NAME)]
+        lock: PathBuf,
+        /// Take what the tag names now and pin that, instead of refusing
+        /// a tag that moved from its pinned digest.
+        #[arg(long)]
+        update: bool,
+        /// Talk plain HTTP to the registry (a registry without TLS, such
+        /// as one on 127.0.0.1).
+        #[arg(long)]
+        insecure: bool,
+    },
 }
 
 impl PluginCommand {
     pub(super) async fn run(self) -> Result<u8> {
         match self {
             PluginCommand::Info { plugin, json } => info(&plugin, json).await,
+            PluginCommand::Push {
+                plugin,
+                target,
+                insecure,
+            } => ship::push(&plugin, &target, insecure).await,
+            PluginCommand::Pull {
+                source,
+                output,
+                lock,
+                update,
+                insecure,
+            } => {
+                ship::pull(
+                    source.as_deref(),
+                    output.as_deref(),
+                    &lock,
+                    update,
+                    insecure,
+                )
+                .await
+            }
         }
     }
 }
 
-async fn info(path: &Path, json: bool) -> Result<u8> {
+/// The description of the plugin at `path`; a test is refused.
+async fn describe_file(path: &Path) -> Result<plugin::Description> {
     let probe = Sandbox::probe(SandboxLimits::default())?;
     // Epochs tick for the guest timeout: a describe() that loops is cut.
     let _ticker = probe.start_ticker();
@@ -50,9 +113,13 @@ async fn info(path: &Path, json: bool) -> Result<u8> {
         }
         .into());
     }
-    let description = plugin::describe(&compiled, &probe)
+    plugin::describe(&compiled, &probe)
         .await
-        .with_context(|| format!("{} cannot describe itself", path.display()))?;
+        .with_context(|| format!("{} cannot describe itself", path.display()))
+}
+
+async fn info(path: &Path, json: bool) -> Result<u8> {
+    let description = describe_file(path).await?;
     let text = if json {
         let mut text = serde_json::to_string_pretty(&params::info_json(&description))
             .context("cannot encode the description")?;
