@@ -33,6 +33,7 @@ use crate::executor::{
 };
 pub use crate::executor::{RunHandle, RunStatus};
 use crate::host::{self, RunShared, VuScenario, VuState};
+use crate::plugin::caps::{self, Confinement, Grants};
 use crate::plugin::params::{self as plugin_params, RawParam};
 use crate::plugin::{self, Description, Guest, GuestKind, Param};
 use crate::rate::{RateLimiter, RpsCap};
@@ -145,6 +146,9 @@ pub struct RunOptions {
     /// `-p NAME=VALUE` parameters of a plugin, in the order given; they
     /// override the options file's `params`. A test takes none.
     pub params: Vec<RawParam>,
+    /// What a plugin that declares capabilities may reach: `--allow-host`,
+    /// `--allow-env` (see [`plugin::caps`]); a test ignores them.
+    pub grants: Grants,
     pub limits: SandboxLimits,
     pub http: ClientConfig,
     pub cache: Cache,
@@ -189,6 +193,7 @@ impl std::fmt::Debug for RunOptions {
             .field("config_file", &self.config_file)
             .field("env", &self.env)
             .field("params", &self.params)
+            .field("grants", &self.grants)
             .field("limits", &self.limits)
             .field("http", &self.http)
             .field("segment", &self.segment)
@@ -236,6 +241,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     given.extend(opts.params.iter().cloned());
     // Before any instance runs: a wrong parameter sends nothing.
     let (params, description) = plugin_params(&opts, &probe, &compiled, &given).await?;
+    // Before any instance is configured: an ungranted host sends nothing.
+    let confinement = confine(&mut opts, &probe, &compiled, &params, description.as_ref()).await?;
     let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
     let mut test = ProbeInstance::start(
         &opts,
@@ -246,7 +253,12 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         description.as_ref(),
     )
     .await?;
-    let options = test.options(&opts, file_options, &recorder).await?;
+    let mut options = test.options(&opts, file_options, &recorder).await?;
+    if let Some(c) = &confinement {
+        for s in &mut options.scenarios {
+            c.apply_env(&mut s.env);
+        }
+    }
     test.apply_run_options(&opts, &options)?;
     let seg = opts.segment;
     let plan = plan(&options, &seg);
@@ -415,6 +427,30 @@ async fn plugin_params(
         .with_context(|| format!("{} cannot describe itself", opts.test.name()))?;
     let params = plugin_params::resolve(&description, given).map_err(invalid_config)?;
     Ok((params, Some(description)))
+}
+
+/// A confined plugin's capabilities, checked against the run's grants and
+/// applied to `opts`; `None` for a test or a plugin that declares none.
+async fn confine(
+    opts: &mut RunOptions,
+    probe: &Sandbox,
+    compiled: &CompiledTest,
+    params: &[Param],
+    description: Option<&Description>,
+) -> Result<Option<Confinement>> {
+    let Some(description) = description else {
+        return Ok(None);
+    };
+    let Some(declared) = caps::declared(compiled, probe)
+        .await
+        .with_context(|| format!("{} cannot declare its capabilities", opts.test.name()))?
+    else {
+        return Ok(None);
+    };
+    let confinement =
+        caps::check(&description.name, &declared, params, &opts.grants).map_err(invalid_config)?;
+    confinement.apply(opts);
+    Ok(Some(confinement))
 }
 
 /// The test's instance on the probe engine: it answers `options()` and

@@ -40,6 +40,7 @@ fn hello(server: &TargetServer, options: Value, sleep_ms: u64) -> RunOptions {
         config_file: None,
         env,
         params: Vec::new(),
+        grants: Default::default(),
         limits: SandboxLimits::default(),
         http: ClientConfig::default(),
         cache: Cache::disabled(),

@@ -47,6 +47,7 @@ async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTree
         cli_options: cli_options.as_object().cloned().unwrap_or_default(),
         env_options: Default::default(),
         params: Vec::new(),
+        grants: Default::default(),
         config_file: None,
         env: HashMap::from([("BASE_URL".to_owned(), format!("http://{base}"))]),
         limits: SandboxLimits::default(),

@@ -29,6 +29,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         cli_options,
         env_options: Map::new(),
         params: Vec::new(),
+        grants: Default::default(),
         config_file: None,
         env: HashMap::from([("FAULT".to_owned(), "setup".to_owned())]),
         limits: SandboxLimits::default(),

@@ -427,6 +427,11 @@ impl IpNet {
         Ok(IpNet { addr, prefix })
     }
 
+    /// Whether every address of `other` is in this network.
+    pub fn covers(&self, other: &IpNet) -> bool {
+        self.prefix <= other.prefix && self.contains(other.addr)
+    }
+
     /// Whether `ip` is in the network (of the same family).
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use wload_engine::component::{Cache, CompiledTest};
-use wload_engine::plugin::{self, GuestKind, params};
+use wload_engine::plugin::{self, GuestKind, caps, params};
 use wload_engine::run::{ExitError, exit};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
 
@@ -53,13 +53,18 @@ async fn info(path: &Path, json: bool) -> Result<u8> {
     let description = plugin::describe(&compiled, &probe)
         .await
         .with_context(|| format!("{} cannot describe itself", path.display()))?;
+    let declared = caps::declared(&compiled, &probe)
+        .await
+        .with_context(|| format!("{} cannot declare its capabilities", path.display()))?;
     let text = if json {
-        let mut text = serde_json::to_string_pretty(&params::info_json(&description))
-            .context("cannot encode the description")?;
+        let mut info = params::info_json(&description);
+        info["capabilities"] = caps::info_json(declared.as_ref());
+        let mut text =
+            serde_json::to_string_pretty(&info).context("cannot encode the description")?;
         text.push('\n');
         text
     } else {
-        params::info_text(&description)
+        params::info_text(&description) + &caps::info_text(declared.as_ref())
     };
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());

@@ -80,6 +80,16 @@ impl LoadArgs {
                 !self.params.is_empty(),
                 "plugins run locally: `wload run PLUGIN.wasm -p NAME=VALUE`",
             ),
+            (
+                "--allow-host",
+                !self.allow_hosts.is_empty(),
+                "on the service, the tenant's egress policy is what a plugin may reach",
+            ),
+            (
+                "--allow-env",
+                !self.allow_env.is_empty(),
+                "on the service, a plugin reads the -e variables it declares",
+            ),
         ];
         for (flag, set, why) in local_only {
             if set {
