@@ -20,6 +20,7 @@ mod languages;
 mod layers;
 mod load;
 mod outputs;
+mod plugin_caps;
 mod plugins;
 mod remote_outputs;
 mod report;
