@@ -19,6 +19,7 @@ mod k8s;
 mod languages;
 mod layers;
 mod load;
+mod openapi;
 mod outputs;
 mod plugin_caps;
 mod plugins;
