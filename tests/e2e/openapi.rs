@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Finished, plugin, run, scratch, server, wload};
+use crate::support::{Finished, run_plugin, scratch, server};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -110,22 +110,9 @@ fn write_yaml(path: &Path, value: &Value) {
 
 /// `wload run openapi -p spec=@FILE ARGS --summary-export`, from `dir`.
 fn exercise(dir: &Path, spec: &str, args: &[String]) -> Finished {
-    let export = dir.join("summary.json");
-    let mut cmd = wload();
-    cmd.current_dir(dir)
-        .arg("run")
-        .arg(plugin("openapi"))
-        .args(["-p", &format!("spec=@{spec}")])
-        .args(args)
-        .arg("--summary-export")
-        .arg(&export)
-        .arg("--quiet");
-    let output = run(cmd, LIMIT);
-    let summary = std::fs::read_to_string(&export)
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null);
-    Finished { output, summary }
+    let mut all = vec!["-p".to_owned(), format!("spec=@{spec}")];
+    all.extend_from_slice(args);
+    run_plugin("openapi", dir, &all, LIMIT)
 }
 
 fn strings(list: &[&str]) -> Vec<String> {

@@ -12,27 +12,13 @@ use std::time::Duration;
 use serde_json::Value;
 use wload_target::counting;
 
-use crate::support::{Finished, plugin, run, scratch, server, wload};
+use crate::support::{Finished, plugin, run, run_plugin, scratch, server, wload};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// `wload run caps-probe ARGS --summary-export`.
+/// `wload run caps-probe ARGS --summary-export`, in a scratch folder.
 fn probe(name: &str, args: &[String]) -> Finished {
-    let dir = scratch(name);
-    let export = dir.join("summary.json");
-    let mut cmd = wload();
-    cmd.arg("run")
-        .arg(plugin("caps-probe"))
-        .args(args)
-        .arg("--summary-export")
-        .arg(&export)
-        .arg("--quiet");
-    let output = run(cmd, LIMIT);
-    let summary = std::fs::read_to_string(&export)
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null);
-    Finished { output, summary }
+    run_plugin("caps-probe", &scratch(name), args, LIMIT)
 }
 
 fn args(list: &[&str]) -> Vec<String> {

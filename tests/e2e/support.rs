@@ -192,6 +192,26 @@ pub fn run_file(name: &str, test: &Path, base_url: &str, args: &str, limit: Dura
     Finished { output, summary }
 }
 
+/// `wload run <plugin> ARGS --summary-export …` from `dir` (where `-p
+/// NAME=@FILE` paths are relative to), `args` as given.
+pub fn run_plugin(name: &str, dir: &Path, args: &[String], limit: Duration) -> Finished {
+    let export = dir.join("summary.json");
+    let mut cmd = wload();
+    cmd.current_dir(dir)
+        .arg("run")
+        .arg(plugin(name))
+        .args(args)
+        .arg("--summary-export")
+        .arg(&export)
+        .arg("--quiet");
+    let output = run(cmd, limit);
+    let summary = std::fs::read_to_string(&export)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    Finished { output, summary }
+}
+
 /// [`run_test`] against a fresh target server, within two minutes; the
 /// run must exit 0.
 pub fn run_ok(name: &str, guest_name: &str, args: &str) -> (TargetServer, Finished) {
