@@ -513,9 +513,9 @@ mod tests {
         assert!(!HostGrant::Rule(AllowRule::parse("0.0.0.0/0").unwrap()).covers(&Wanted::Any));
         assert_eq!(
             HostGrant::parse("nope:port").unwrap_err(),
-            "--allow-host: invalid egress rule \"nope:port\": the port must be a number from 1 \
-             to 65535 or * (expected HOST:PORT, IP:PORT, [IPv6]:PORT or a CIDR such as \
-             10.1.0.0/16, with :* or no port for any port); or * for any host"
+            "--allow-host: invalid egress rule \"nope:port\": \"port\" is not a port (1-65535 or *) \
+             (expected HOST:PORT, IP:PORT, [IPv6]:PORT or a CIDR such as 10.1.0.0/16, with :* or \
+             no port for any port); or * for any host"
         );
     }
 
