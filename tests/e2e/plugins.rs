@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{self, Finished, plugin, run, scratch, server, wload};
+use crate::support::{self, Finished, plugin, run, run_plugin, scratch, server, wload};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -74,21 +74,8 @@ fn write(dir: &Path, name: &str, value: &Value) -> String {
 
 /// `wload run <har-replay> ARGS --summary-export`, from `dir`.
 fn replay(dir: &Path, args: &[&str]) -> Finished {
-    let export = dir.join("summary.json");
-    let mut cmd = wload();
-    cmd.current_dir(dir)
-        .arg("run")
-        .arg(plugin("har-replay"))
-        .args(args)
-        .arg("--summary-export")
-        .arg(&export)
-        .arg("--quiet");
-    let output = run(cmd, LIMIT);
-    let summary = std::fs::read_to_string(&export)
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null);
-    Finished { output, summary }
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    run_plugin("har-replay", dir, &args, LIMIT)
 }
 
 /// `(passes, fails)` of the check `name` in the group `Shop`.

@@ -181,15 +181,33 @@ pub fn run_file(name: &str, test: &Path, base_url: &str, args: &str, limit: Dura
         .args(args.split_whitespace())
         .arg("-e")
         .arg(format!("BASE_URL={base_url}"))
-        .arg("--summary-export")
-        .arg(&export)
         .arg("--quiet");
+    run_exporting(cmd, &export, limit)
+}
+
+/// `cmd` (a `wload run`) with `--summary-export EXPORT`, its summary
+/// read back (`null` when it wrote none).
+fn run_exporting(mut cmd: Command, export: &Path, limit: Duration) -> Finished {
+    cmd.arg("--summary-export").arg(export);
     let output = run(cmd, limit);
-    let summary = std::fs::read_to_string(&export)
+    let summary = std::fs::read_to_string(export)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or(Value::Null);
     Finished { output, summary }
+}
+
+/// `wload run <plugin> ARGS --summary-export …` from `dir` (where `-p
+/// NAME=@FILE` paths are relative to), `args` as given.
+pub fn run_plugin(name: &str, dir: &Path, args: &[String], limit: Duration) -> Finished {
+    let export = dir.join("summary.json");
+    let mut cmd = wload();
+    cmd.current_dir(dir)
+        .arg("run")
+        .arg(plugin(name))
+        .args(args)
+        .arg("--quiet");
+    run_exporting(cmd, &export, limit)
 }
 
 /// [`run_test`] against a fresh target server, within two minutes; the

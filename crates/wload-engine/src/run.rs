@@ -32,6 +32,7 @@ use crate::executor::{
 };
 pub use crate::executor::{RunHandle, RunStatus};
 use crate::host::{self, RunShared, VuScenario, VuState};
+use crate::plugin::caps::{self, Confinement, Grants};
 use crate::plugin::compose::{self, Library};
 use crate::plugin::params::{self as plugin_params, RawParam};
 use crate::plugin::{self, Description, Guest, GuestKind, Param};
@@ -148,6 +149,9 @@ pub struct RunOptions {
     /// `--with PLUGIN.wasm`: library plugins the test imports from,
     /// linked into it at load time, after the options file's `with`.
     pub with: Vec<PathBuf>,
+    /// What a plugin that declares capabilities may reach: `--allow-host`,
+    /// `--allow-env` (see [`plugin::caps`]); a test ignores them.
+    pub grants: Grants,
     pub limits: SandboxLimits,
     pub http: ClientConfig,
     pub cache: Cache,
@@ -193,6 +197,7 @@ impl std::fmt::Debug for RunOptions {
             .field("env", &self.env)
             .field("params", &self.params)
             .field("with", &self.with)
+            .field("grants", &self.grants)
             .field("limits", &self.limits)
             .field("http", &self.http)
             .field("segment", &self.segment)
@@ -247,6 +252,8 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
     given.extend(opts.params.iter().cloned());
     // Before any instance runs: a wrong parameter sends nothing.
     let (params, description) = plugin_params(&opts, &probe, &compiled, &given).await?;
+    // Before any instance is configured: an ungranted host sends nothing.
+    let confinement = confine(&mut opts, &probe, &compiled, &params, description.as_ref()).await?;
     let recorder = Arc::new(Recorder::new(Arc::new(Registry::new())));
     let mut test = ProbeInstance::start(
         &opts,
@@ -257,7 +264,12 @@ pub async fn run(mut opts: RunOptions) -> Result<RunOutcome> {
         description.as_ref(),
     )
     .await?;
-    let options = test.options(&opts, file_options, &recorder).await?;
+    let mut options = test.options(&opts, file_options, &recorder).await?;
+    if let Some(c) = &confinement {
+        for s in &mut options.scenarios {
+            c.apply_env(&mut s.env);
+        }
+    }
     test.apply_run_options(&opts, &options)?;
     let seg = opts.segment;
     let plan = plan(&options, &seg);
@@ -432,6 +444,30 @@ async fn plugin_params(
         .with_context(|| format!("{} cannot describe itself", opts.test.name()))?;
     let params = plugin_params::resolve(&description, given).map_err(invalid_config)?;
     Ok((params, Some(description)))
+}
+
+/// A confined plugin's capabilities, checked against the run's grants and
+/// applied to `opts`; `None` for a test or a plugin that declares none.
+async fn confine(
+    opts: &mut RunOptions,
+    probe: &Sandbox,
+    compiled: &CompiledTest,
+    params: &[Param],
+    description: Option<&Description>,
+) -> Result<Option<Confinement>> {
+    let Some(description) = description else {
+        return Ok(None);
+    };
+    let Some(declared) = caps::declared(compiled, probe)
+        .await
+        .with_context(|| format!("{} cannot declare its capabilities", opts.test.name()))?
+    else {
+        return Ok(None);
+    };
+    let confinement =
+        caps::check(&description.name, &declared, params, &opts.grants).map_err(invalid_config)?;
+    confinement.apply(opts);
+    Ok(Some(confinement))
 }
 
 /// The test's instance on the probe engine: it answers `options()` and

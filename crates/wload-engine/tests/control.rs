@@ -41,6 +41,7 @@ fn hello(server: &TargetServer, options: Value, sleep_ms: u64) -> RunOptions {
         env,
         params: Vec::new(),
         with: Vec::new(),
+        grants: Default::default(),
         limits: SandboxLimits::default(),
         http: ClientConfig::default(),
         cache: Cache::disabled(),

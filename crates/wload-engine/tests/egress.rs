@@ -48,6 +48,7 @@ async fn hello(tenant: &EgressPolicy, base: SocketAddr, options: Value) -> BTree
         env_options: Default::default(),
         params: Vec::new(),
         with: Vec::new(),
+        grants: Default::default(),
         config_file: None,
         env: HashMap::from([("BASE_URL".to_owned(), format!("http://{base}"))]),
         limits: SandboxLimits::default(),

@@ -30,6 +30,7 @@ async fn a_run_whose_setup_fails_leaves_no_task_behind() {
         env_options: Map::new(),
         params: Vec::new(),
         with: Vec::new(),
+        grants: Default::default(),
         config_file: None,
         env: HashMap::from([("FAULT".to_owned(), "setup".to_owned())]),
         limits: SandboxLimits::default(),

@@ -50,6 +50,12 @@ pub struct EgressPolicy {
     /// covers the address (a hostname rule never does: DNS rebinding).
     #[serde(default = "deny_by_default")]
     pub deny_special_ranges: bool,
+    /// A second policy every connection must pass as well: a scenario
+    /// plugin's declared hosts inside a tenant's policy, two allowlists
+    /// neither of which can be widened into the other. Set by the engine,
+    /// never read from JSON.
+    #[serde(skip)]
+    pub also: Option<std::sync::Arc<EgressPolicy>>,
 }
 
 fn deny_by_default() -> bool {
@@ -58,10 +64,12 @@ fn deny_by_default() -> bool {
 
 /// What a name's check found before its lookup, for the checks of the
 /// addresses it resolves to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NameCheck {
     /// A hostname rule of `allow` matched the name and port.
     pub allowed_by_name: bool,
+    /// The same for the policy's [`EgressPolicy::also`].
+    pub also: Option<Box<NameCheck>>,
 }
 
 impl EgressPolicy {
@@ -73,7 +81,19 @@ impl EgressPolicy {
             block_hostnames: Vec::new(),
             blacklist_ips: Vec::new(),
             deny_special_ranges: true,
+            also: None,
         }
+    }
+
+    /// This policy, with `inner` to pass as well (see [`Self::also`]);
+    /// one already there must still be passed too.
+    pub fn and_also(mut self, inner: EgressPolicy) -> EgressPolicy {
+        let inner = match self.also.take() {
+            Some(existing) => (*existing).clone().and_also(inner),
+            None => inner,
+        };
+        self.also = Some(std::sync::Arc::new(inner));
+        self
     }
 
     /// This policy with more denials (a test's `blacklistIPs` and
@@ -91,12 +111,17 @@ impl EgressPolicy {
             && self.block_hostnames.is_empty()
             && self.blacklist_ips.is_empty()
             && !self.deny_special_ranges
+            && self.also.as_ref().is_none_or(|p| p.is_open())
     }
 
     /// The rules about `host` (as in the URL) on `port`, before it is
     /// looked up: a blocked name, or one no rule could allow, fails with
     /// [`ErrorCode::BlockedHostname`] and is never resolved.
     pub fn check_name(&self, host: &str, port: u16) -> Result<NameCheck, HttpError> {
+        let also = match &self.also {
+            Some(inner) => Some(Box::new(inner.check_name(host, port)?)),
+            None => None,
+        };
         let name = normalize(host);
         if let Some(p) = self.block_hostnames.iter().find(|p| p.matches(&name)) {
             return Err(HttpError::new(
@@ -107,6 +132,7 @@ impl EgressPolicy {
         let Some(rules) = &self.allow else {
             return Ok(NameCheck {
                 allowed_by_name: false,
+                also,
             });
         };
         // An IP literal is judged by the address rules alone.
@@ -142,6 +168,7 @@ impl EgressPolicy {
         }
         Ok(NameCheck {
             allowed_by_name: by_name,
+            also,
         })
     }
 
@@ -153,8 +180,11 @@ impl EgressPolicy {
         &self,
         host: &str,
         addr: SocketAddr,
-        name: NameCheck,
+        name: &NameCheck,
     ) -> Result<(), HttpError> {
+        if let (Some(inner), Some(inner_name)) = (&self.also, &name.also) {
+            inner.check_addr(host, addr, inner_name)?;
+        }
         let ip = addr.ip();
         // `::ffff:10.0.0.1` reaches 10.0.0.1: rules about the one are
         // rules about the other.
@@ -395,6 +425,11 @@ impl IpNet {
             IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask128(prefix))),
         };
         Ok(IpNet { addr, prefix })
+    }
+
+    /// Whether every address of `other` is in this network.
+    pub fn covers(&self, other: &IpNet) -> bool {
+        self.prefix <= other.prefix && self.contains(other.addr)
     }
 
     /// Whether `ip` is in the network (of the same family).
@@ -700,7 +735,7 @@ mod tests {
     fn verdict(p: &EgressPolicy, host: &str, to: &str) -> Result<(), ErrorCode> {
         let to = addr(to);
         let name = p.check_name(host, to.port()).map_err(|e| e.code)?;
-        p.check_addr(host, to, name).map_err(|e| e.code)
+        p.check_addr(host, to, &name).map_err(|e| e.code)
     }
 
     const IP: Result<(), ErrorCode> = Err(ErrorCode::BlacklistedIp);
@@ -746,13 +781,55 @@ mod tests {
             .check_addr(
                 "evil.example.com",
                 addr("169.254.169.254:443"),
-                NameCheck {
+                &NameCheck {
                     allowed_by_name: true,
+                    also: None,
                 },
             )
             .unwrap_err();
         assert!(e.message.contains("cloud metadata"), "{e}");
         assert!(e.message.contains("evil.example.com resolved to it"), "{e}");
+    }
+
+    #[test]
+    fn a_policy_with_another_inside_passes_only_what_both_allow() {
+        // A tenant allowing two loopback ports and a name, a plugin
+        // declaring one of the ports and another name.
+        let tenant =
+            EgressPolicy::tenant(rules(&["127.0.0.1:8080", "127.0.0.1:8081", "api.test:443"]));
+        let plugin = EgressPolicy {
+            allow: rules(&["127.0.0.1:8081", "other.test:443"]),
+            deny_special_ranges: false,
+            ..EgressPolicy::default()
+        };
+        let p = tenant.and_also(plugin);
+        assert_eq!(verdict(&p, "127.0.0.1", "127.0.0.1:8081"), Ok(()));
+        // The tenant's, not the plugin's: refused by the plugin's list.
+        assert_eq!(verdict(&p, "127.0.0.1", "127.0.0.1:8080"), IP);
+        assert_eq!(verdict(&p, "api.test", "93.184.215.14:443"), NAME);
+        // The plugin's, not the tenant's.
+        assert_eq!(verdict(&p, "other.test", "93.184.215.14:443"), NAME);
+        // The plugin's loopback rule does not open the tenant's special
+        // ranges.
+        let p = EgressPolicy::tenant(None).and_also(EgressPolicy {
+            allow: rules(&["127.0.0.1:8081"]),
+            deny_special_ranges: false,
+            ..EgressPolicy::default()
+        });
+        assert_eq!(verdict(&p, "127.0.0.1", "127.0.0.1:8081"), IP);
+        assert!(!p.is_open());
+        // A second one inside is passed as well as the first.
+        let open = EgressPolicy::default()
+            .and_also(EgressPolicy {
+                allow: rules(&["127.0.0.1:1"]),
+                ..EgressPolicy::default()
+            })
+            .and_also(EgressPolicy {
+                allow: rules(&["127.0.0.1:2"]),
+                ..EgressPolicy::default()
+            });
+        assert_eq!(verdict(&open, "127.0.0.1", "127.0.0.1:1"), IP);
+        assert_eq!(verdict(&open, "127.0.0.1", "127.0.0.1:2"), IP);
     }
 
     #[test]
@@ -779,7 +856,8 @@ mod tests {
         assert_eq!(
             p.check_name("db.internal", 5432),
             Ok(NameCheck {
-                allowed_by_name: false
+                allowed_by_name: false,
+                also: None,
             })
         );
         assert_eq!(verdict(&p, "db.internal", "10.3.0.1:5432"), Ok(()));

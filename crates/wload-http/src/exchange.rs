@@ -628,7 +628,7 @@ async fn dial(
     let mut last_err = None;
     let mut stream = None;
     for addr in addrs {
-        if let (Some(policy), Some(name)) = (&egress, name)
+        if let (Some(policy), Some(name)) = (&egress, &name)
             && let Err(refused) = policy.check_addr(&host, addr, name)
         {
             // A connection error to an address that was allowed says

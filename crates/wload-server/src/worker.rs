@@ -19,6 +19,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use wload_engine::component::{Cache, CompiledTest};
 use wload_engine::executor::Segment;
+use wload_engine::plugin::caps::Grants;
 use wload_engine::rate::RpsCap;
 use wload_engine::run::{self, ExitError, RunHandle, RunOptions, RunPlan, TestSource};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
@@ -141,6 +142,9 @@ async fn run(dir: &Path) -> Result<u8> {
         env_options: Default::default(),
         params: Vec::new(),
         with: Vec::new(),
+        // The tenant's egress policy bounds every host; a confined plugin
+        // is still held to the hosts and env it declares.
+        grants: Grants::everything(),
         config_file: Some(options_file),
         env: job.env.clone().into_iter().collect(),
         limits: SandboxLimits {

@@ -12,6 +12,7 @@
 //! than entry points, are linked into the test before it is compiled
 //! ([`compose`]).
 
+pub mod caps;
 pub mod compose;
 pub mod params;
 
@@ -189,6 +190,24 @@ impl std::error::Error for Refused {}
 /// can hold parameters to.
 pub async fn describe(compiled: &CompiledTest, sandbox: &Sandbox) -> Result<Description> {
     let pre = compiled.plugin_pre(&sandbox.engine)?;
+    let mut store = probe_store(sandbox)?;
+    let plugin = pre
+        .instantiate_async(&mut store)
+        .await
+        .anyhow()
+        .context("cannot instantiate the plugin")?;
+    let description = plugin
+        .call_describe(&mut store)
+        .await
+        .anyhow()
+        .context("the plugin's describe() trapped")?;
+    params::check_description(&description)?;
+    Ok(description)
+}
+
+/// A store on the probe `sandbox` for asking a plugin about itself
+/// (`describe`, `capabilities`): its client may contact no address.
+pub(crate) fn probe_store(sandbox: &Sandbox) -> Result<Store<VuState>> {
     let config = ClientConfig {
         egress: Some(Arc::new(EgressPolicy::tenant(Some(Vec::new())))),
         ..ClientConfig::default()
@@ -208,17 +227,8 @@ pub async fn describe(compiled: &CompiledTest, sandbox: &Sandbox) -> Result<Desc
         &TagSet::empty(),
         Default::default(),
     );
-    let mut store = host::new_store(&sandbox.engine, VuState::new(shared, sandbox, 0, scenario));
-    let plugin = pre
-        .instantiate_async(&mut store)
-        .await
-        .anyhow()
-        .context("cannot instantiate the plugin")?;
-    let description = plugin
-        .call_describe(&mut store)
-        .await
-        .anyhow()
-        .context("the plugin's describe() trapped")?;
-    params::check_description(&description)?;
-    Ok(description)
+    Ok(host::new_store(
+        &sandbox.engine,
+        VuState::new(shared, sandbox, 0, scenario),
+    ))
 }

@@ -23,6 +23,7 @@ use crate::demo::HELLO_WASM;
 use wload_engine::component::{Cache, FileKind, detect};
 use wload_engine::config;
 use wload_engine::executor::Segment;
+use wload_engine::plugin::caps::{Grants, HostGrant};
 use wload_engine::plugin::params::RawParam;
 use wload_engine::run::{self, ExitError, RunOptions, TestSource, exit};
 use wload_engine::sandbox::{EPOCH_TICK, Sandbox, SandboxLimits};
@@ -220,6 +221,17 @@ struct LoadArgs {
     /// version or type, is refused. Adds to the options file's "with".
     #[arg(long = "with", value_name = "PLUGIN.wasm")]
     with: Vec<PathBuf>,
+    /// Let a plugin that declares it contact this host, repeatable:
+    /// --allow-host 127.0.0.1:8080 (also *.example.com:443, 10.0.0.0/8,
+    /// api.internal for any port, or * for any host). A plugin that
+    /// declares a host the run does not grant is refused before any
+    /// request; `wload plugin info` lists what it declares.
+    #[arg(long = "allow-host", value_name = "HOST:PORT", value_parser = HostGrant::parse)]
+    allow_hosts: Vec<HostGrant>,
+    /// Let a plugin that declares it read this -e variable, repeatable:
+    /// --allow-env API_TOKEN
+    #[arg(long = "allow-env", value_name = "NAME")]
+    allow_env: Vec<String>,
     /// A tag on every metric sample, repeatable: --tag team=payments
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     tags: Vec<(String, String)>,
@@ -611,6 +623,11 @@ impl LoadArgs {
             env,
             params,
             with: self.with.clone(),
+            grants: Grants {
+                hosts: self.allow_hosts.clone(),
+                env: self.allow_env.clone(),
+                everything: false,
+            },
             segment: self.execution_segment.unwrap_or_default(),
             limits: SandboxLimits {
                 memory: self.vu_memory,

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use wload_engine::component::{Cache, CompiledTest};
-use wload_engine::plugin::{self, GuestKind, params};
+use wload_engine::plugin::{self, GuestKind, caps, params};
 use wload_engine::run::{ExitError, exit};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
 
@@ -96,8 +96,9 @@ impl PluginCommand {
     }
 }
 
-/// The description of the plugin at `path`; a test is refused.
-async fn describe_file(path: &Path) -> Result<plugin::Description> {
+/// The description of the plugin at `path` and the capabilities it
+/// declares (`None`: a plugin of the plain world); a test is refused.
+async fn describe_file(path: &Path) -> Result<(plugin::Description, Option<caps::Capabilities>)> {
     let probe = Sandbox::probe(SandboxLimits::default())?;
     // Epochs tick for the guest timeout: a describe() that loops is cut.
     let _ticker = probe.start_ticker();
@@ -113,20 +114,26 @@ async fn describe_file(path: &Path) -> Result<plugin::Description> {
         }
         .into());
     }
-    plugin::describe(&compiled, &probe)
+    let description = plugin::describe(&compiled, &probe)
         .await
-        .with_context(|| format!("{} cannot describe itself", path.display()))
+        .with_context(|| format!("{} cannot describe itself", path.display()))?;
+    let declared = caps::declared(&compiled, &probe)
+        .await
+        .with_context(|| format!("{} cannot declare its capabilities", path.display()))?;
+    Ok((description, declared))
 }
 
 async fn info(path: &Path, json: bool) -> Result<u8> {
-    let description = describe_file(path).await?;
+    let (description, declared) = describe_file(path).await?;
     let text = if json {
-        let mut text = serde_json::to_string_pretty(&params::info_json(&description))
-            .context("cannot encode the description")?;
+        let mut info = params::info_json(&description);
+        info["capabilities"] = caps::info_json(declared.as_ref());
+        let mut text =
+            serde_json::to_string_pretty(&info).context("cannot encode the description")?;
         text.push('\n');
         text
     } else {
-        params::info_text(&description)
+        params::info_text(&description) + &caps::info_text(declared.as_ref())
     };
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());

@@ -55,6 +55,11 @@ impl LoadArgs {
                 "the service compiles each test once",
             ),
             (
+                "--local-ips",
+                self.http.local_ips.is_some(),
+                "connections are made from the service's addresses",
+            ),
+            (
                 "--tls-ca",
                 !self.http.tls_ca.is_empty(),
                 "it names a file on this machine",
@@ -84,6 +89,16 @@ impl LoadArgs {
                 "--with",
                 !self.with.is_empty(),
                 "plugins run locally: `wload run TEST.wasm --with PLUGIN.wasm`",
+            ),
+            (
+                "--allow-host",
+                !self.allow_hosts.is_empty(),
+                "on the service, the tenant's egress policy is what a plugin may reach",
+            ),
+            (
+                "--allow-env",
+                !self.allow_env.is_empty(),
+                "on the service, a plugin reads the -e variables it declares",
             ),
         ];
         for (flag, set, why) in local_only {

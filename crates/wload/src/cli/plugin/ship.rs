@@ -33,7 +33,7 @@ pub(super) async fn push(path: &Path, target: &str, insecure: bool) -> Result<u8
     }
     // Describing it checks that it is a plugin (a test is refused) and
     // gives the manifest its name, version and summary.
-    let description = super::describe_file(path).await?;
+    let (description, _) = super::describe_file(path).await?;
     let notes = Annotations {
         title: description.name.clone(),
         version: description.version.clone(),

@@ -1,0 +1,165 @@
+//! Plugin capabilities (wit/scenario.wit, world `confined-plugin`): the
+//! caps-probe fixture of `plugins/` declares one host (its `allowed`
+//! URL) and one env name, and tries an undeclared host and name too. A
+//! run grants them with `--allow-host` / `--allow-env` or is refused
+//! before any request, naming what is missing; a granted plugin reaches
+//! its declared host, a listener on another loopback port sees nothing
+//! however broad the grant, and undeclared env names read as unset.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::Value;
+use wload_target::counting;
+
+use crate::support::{Finished, plugin, run, run_plugin, scratch, server, wload};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// `wload run caps-probe ARGS --summary-export`, in a scratch folder.
+fn probe(name: &str, args: &[String]) -> Finished {
+    run_plugin("caps-probe", &scratch(name), args, LIMIT)
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn a_granted_plugin_reaches_its_declared_host_and_nothing_else() {
+    let server = server();
+    let (other, other_seen) =
+        counting::start([127, 0, 0, 1].into(), counting::ok()).expect("a loopback listener");
+    let allowed = server.base_url();
+    let port = allowed.rsplit(':').next().expect("a port").to_owned();
+    let common = [
+        "-p".to_owned(),
+        format!("allowed={allowed}/"),
+        "-p".to_owned(),
+        format!("other=http://{other}/"),
+        "-e".to_owned(),
+        "PROBE_TOKEN=granted".to_owned(),
+        "-e".to_owned(),
+        "PROBE_UNDECLARED=leaked".to_owned(),
+        "--iterations".to_owned(),
+        "2".to_owned(),
+    ];
+    // Exactly the declared port; then all of loopback, which does not
+    // widen what the plugin declared.
+    for (i, grant) in [format!("127.0.0.1:{port}"), "127.0.0.0/8".to_owned()]
+        .iter()
+        .enumerate()
+    {
+        let mut a = common.to_vec();
+        a.extend(args(&["--allow-host", grant, "--allow-env", "PROBE_TOKEN"]));
+        let run = probe(&format!("caps-granted-{i}"), &a);
+        assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+        assert_eq!(run.check("the declared host answers"), (2, 0), "{grant}");
+        assert_eq!(run.check("the undeclared host answers"), (0, 2), "{grant}");
+        assert_eq!(run.check("the declared env is read"), (2, 0), "{grant}");
+        assert_eq!(run.check("the undeclared env is hidden"), (2, 0), "{grant}");
+        assert_eq!(server.stats.requests(), 2 * (i as u64 + 1));
+        assert_eq!(
+            other_seen.load(Ordering::SeqCst),
+            0,
+            "the undeclared listener was connected to"
+        );
+        // The undeclared request failed as an egress denial does.
+        assert_eq!(run.metric("http_req_failed", "passes"), 2.0, "{grant}");
+    }
+}
+
+#[test]
+fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_request() {
+    let server = server();
+    let (other, other_seen) =
+        counting::start([127, 0, 0, 1].into(), counting::ok()).expect("a loopback listener");
+    let allowed = server.base_url();
+    let host = allowed.trim_start_matches("http://").to_owned();
+    let base = [
+        "-p".to_owned(),
+        format!("allowed={allowed}/"),
+        "-e".to_owned(),
+        "PROBE_TOKEN=granted".to_owned(),
+    ];
+
+    let run = probe("caps-refused-none", &base);
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(104), "stderr: {err}");
+    assert!(
+        err.contains("the plugin caps-probe needs what this run does not grant (2 missing; nothing is granted)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "host {host} (the URL of the parameter allowed): grant it with --allow-host {host}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("env PROBE_TOKEN: grant it with --allow-env PROBE_TOKEN"),
+        "{err}"
+    );
+
+    // Another port granted, the env granted: the host is still missing.
+    let mut a = base.to_vec();
+    a.extend(args(&[
+        "--allow-host",
+        &other.to_string(),
+        "--allow-env",
+        "PROBE_TOKEN",
+    ]));
+    let run = probe("caps-refused-port", &a);
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(104), "stderr: {err}");
+    assert!(
+        err.contains(&format!(
+            "(1 missing; granted: host {other}, env PROBE_TOKEN)"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("env PROBE_TOKEN: grant"), "{err}");
+
+    // A grant that is not a host rule is refused as a flag.
+    let mut a = base.to_vec();
+    a.extend(args(&["--allow-host", "127.0.0.1:port"]));
+    let run = probe("caps-refused-flag", &a);
+    assert_eq!(run.code(), Some(2), "stderr: {}", run.stderr());
+    assert!(run.stderr().contains("--allow-host"), "{}", run.stderr());
+
+    assert_eq!(server.stats.requests(), 0, "a refused run sent requests");
+    assert_eq!(other_seen.load(Ordering::SeqCst), 0);
+}
+
+/// `wload plugin info` shows what a plugin declares, before anyone runs
+/// it.
+#[test]
+fn plugin_info_shows_the_declared_capabilities() {
+    let mut cmd = wload();
+    cmd.args(["plugin", "info"]).arg(plugin("caps-probe"));
+    let out = run(cmd, LIMIT);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("capabilities"), "{text}");
+    assert!(text.contains("{allowed}"), "{text}");
+    assert!(text.contains("PROBE_TOKEN"), "{text}");
+
+    let mut cmd = wload();
+    cmd.args(["plugin", "info", "--json"])
+        .arg(plugin("caps-probe"));
+    let out = run(cmd, LIMIT);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["capabilities"]["hosts"][0], "{allowed}");
+    assert_eq!(json["capabilities"]["env"][0], "PROBE_TOKEN");
+    // A plugin of the plain world declares none.
+    let mut cmd = wload();
+    cmd.args(["plugin", "info", "--json"])
+        .arg(plugin("har-replay"));
+    let out = run(cmd, LIMIT);
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["capabilities"], Value::Null);
+}
