@@ -16,11 +16,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use wload_target::TargetServer;
 
 use crate::languages::{lang_dir, must, npm_sdk_once};
-use crate::support::{Finished, guest, plugin, repo_root, run, scratch, server, wload};
+use crate::support::{Finished, guest, plugin, repo_root, run_exporting, scratch, server, wload};
 
 /// A JS build takes minutes on a loaded machine.
 const LIMIT: Duration = Duration::from_secs(300);
@@ -66,15 +66,8 @@ fn run_login(name: &str, test: &Path, with: With, server: &TargetServer, cache: 
         .arg(&options_file)
         .arg("-e")
         .arg(format!("BASE_URL={}", server.base_url()))
-        .arg("--summary-export")
-        .arg(&export)
         .arg("--quiet");
-    let output = run(cmd, LIMIT);
-    let summary = std::fs::read_to_string(&export)
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null);
-    Finished { output, summary }
+    run_exporting(cmd, &export, LIMIT)
 }
 
 fn session() -> PathBuf {

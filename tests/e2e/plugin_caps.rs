@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use wload_target::counting;
 
-use crate::support::{Finished, plugin, run, run_plugin, scratch, server, wload};
+use crate::support::{Finished, plugin, plugin_info, run_plugin, scratch, server};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -135,31 +135,17 @@ fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_requ
 /// it.
 #[test]
 fn plugin_info_shows_the_declared_capabilities() {
-    let mut cmd = wload();
-    cmd.args(["plugin", "info"]).arg(plugin("caps-probe"));
-    let out = run(cmd, LIMIT);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = plugin_info(&plugin("caps-probe"), &[], LIMIT);
     assert!(text.contains("capabilities"), "{text}");
     assert!(text.contains("{allowed}"), "{text}");
     assert!(text.contains("PROBE_TOKEN"), "{text}");
 
-    let mut cmd = wload();
-    cmd.args(["plugin", "info", "--json"])
-        .arg(plugin("caps-probe"));
-    let out = run(cmd, LIMIT);
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let json: Value = serde_json::from_str(&plugin_info(&plugin("caps-probe"), &["--json"], LIMIT))
+        .expect("JSON");
     assert_eq!(json["capabilities"]["hosts"][0], "{allowed}");
     assert_eq!(json["capabilities"]["env"][0], "PROBE_TOKEN");
     // A plugin of the plain world declares none.
-    let mut cmd = wload();
-    cmd.args(["plugin", "info", "--json"])
-        .arg(plugin("har-replay"));
-    let out = run(cmd, LIMIT);
-    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let json: Value = serde_json::from_str(&plugin_info(&plugin("har-replay"), &["--json"], LIMIT))
+        .expect("JSON");
     assert_eq!(json["capabilities"], Value::Null);
 }

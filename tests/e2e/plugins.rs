@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{self, Finished, plugin, run, run_plugin, scratch, server, wload};
+use crate::support::{
+    self, Finished, plugin, plugin_info, run, run_plugin, scratch, server, wload,
+};
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -256,16 +258,7 @@ fn wrong_or_missing_parameters_are_refused_before_any_request() {
 /// a plugin.
 #[test]
 fn plugin_info_prints_the_description_and_parameters() {
-    let mut cmd = wload();
-    cmd.args(["plugin", "info"]).arg(plugin("har-replay"));
-    let out = run(cmd, LIMIT);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = plugin_info(&plugin("har-replay"), &[], LIMIT);
     assert!(
         text.starts_with("har-replay 0.1.0: Replays a HAR recording"),
         "{text}"
@@ -284,11 +277,8 @@ fn plugin_info_prints_the_description_and_parameters() {
         );
     }
 
-    let mut cmd = wload();
-    cmd.args(["plugin", "info", "--json"])
-        .arg(plugin("har-replay"));
-    let out = run(cmd, LIMIT);
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let doc: Value = serde_json::from_str(&plugin_info(&plugin("har-replay"), &["--json"], LIMIT))
+        .expect("JSON on stdout");
     assert_eq!(doc["name"], "har-replay");
     let params: Vec<(&str, &str, bool)> = doc["params"]
         .as_array()

@@ -9,10 +9,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::languages::{lang_dir, must, python_with_componentize};
-use crate::support::{Finished, repo_root, run, scratch, server, wload};
+use crate::support::{Finished, plugin_info, repo_root, run_exporting, scratch, server, wload};
 
 const LIMIT: Duration = Duration::from_secs(240);
 
@@ -40,18 +38,8 @@ fn crud(name: &str, args: &[&str]) -> Finished {
     let dir = scratch(name);
     let export = dir.join("summary.json");
     let mut cmd = wload();
-    cmd.arg("run")
-        .arg(rest_crud())
-        .args(args)
-        .arg("--summary-export")
-        .arg(&export)
-        .arg("--quiet");
-    let output = run(cmd, LIMIT);
-    let summary = std::fs::read_to_string(&export)
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok())
-        .unwrap_or(Value::Null);
-    Finished { output, summary }
+    cmd.arg("run").arg(rest_crud()).args(args).arg("--quiet");
+    run_exporting(cmd, &export, LIMIT)
 }
 
 /// Three iterations on two VUs: three objects created, each read twice,
@@ -104,16 +92,7 @@ fn rest_crud_runs_the_cycle_against_the_items_resource() {
 /// engine's).
 #[test]
 fn rest_crud_describes_itself_and_refuses_wrong_parameters() {
-    let mut cmd = wload();
-    cmd.args(["plugin", "info"]).arg(rest_crud());
-    let out = run(cmd, LIMIT);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = plugin_info(rest_crud(), &[], LIMIT);
     assert!(
         text.starts_with("rest-crud 0.1.0: Creates, reads"),
         "{text}"

@@ -187,7 +187,7 @@ pub fn run_file(name: &str, test: &Path, base_url: &str, args: &str, limit: Dura
 
 /// `cmd` (a `wload run`) with `--summary-export EXPORT`, its summary
 /// read back (`null` when it wrote none).
-fn run_exporting(mut cmd: Command, export: &Path, limit: Duration) -> Finished {
+pub fn run_exporting(mut cmd: Command, export: &Path, limit: Duration) -> Finished {
     cmd.arg("--summary-export").arg(export);
     let output = run(cmd, limit);
     let summary = std::fs::read_to_string(export)
@@ -208,6 +208,20 @@ pub fn run_plugin(name: &str, dir: &Path, args: &[String], limit: Duration) -> F
         .args(args)
         .arg("--quiet");
     run_exporting(cmd, &export, limit)
+}
+
+/// `wload plugin info PLUGIN ARGS`'s standard output; it must exit 0.
+pub fn plugin_info(plugin: &Path, args: &[&str], limit: Duration) -> String {
+    let mut cmd = wload();
+    cmd.args(["plugin", "info"]).arg(plugin).args(args);
+    let out = run(cmd, limit);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// [`run_test`] against a fresh target server, within two minutes; the

@@ -24,6 +24,15 @@ def _error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}{where}"
 
 
+def run(fn, *args) -> Any:
+    """Call an entry point of the test (or plugin); an exception becomes
+    the error the engine logs, and the VU goes on."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        raise Err(_error_text(e)) from None
+
+
 def make(test: ModuleType) -> type:
     if not callable(getattr(test, "default", None)):
         raise TypeError(f"{test.__name__} has no function default(data): wload runs it once per iteration")
@@ -46,12 +55,6 @@ def make(test: ModuleType) -> type:
             text = _vu.setup_data()
             state["data"] = None if text is None else json.loads(text)
         return state["data"]
-
-    def run(fn, *args) -> Any:
-        try:
-            return fn(*args)
-        except Exception as e:  # the engine logs it; the VU goes on
-            raise Err(_error_text(e)) from None
 
     class WitWorld:
         def options(self) -> str:

@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 from componentize_py_types import Err
 
 from . import _host
-from ._export import _error_text
+from ._export import _error_text, run
 from .plugin import KINDS, ParamError
 from wit_world.imports import types as _t
 
@@ -58,12 +58,6 @@ def make(plugin: ModuleType) -> type:
             for p in params
         ],
     )
-
-    def run(fn, *args) -> Any:
-        try:
-            return fn(*args)
-        except Exception as e:  # the engine logs it; the VU goes on
-            raise Err(_error_text(e)) from None
 
     class WitWorld:
         def describe(self) -> _t.Description:
