@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::support::repo_root;
 
 /// Each crate of the workspace and the wload crates it may depend on.
-const ALLOWED: [(&str, &[&str]); 10] = [
+const ALLOWED: [(&str, &[&str]); 11] = [
     (
         "wload",
         &[
@@ -25,6 +25,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
             "wload-units",
             "wload-target",
             "wload-k8s",
+            "wload-oci",
         ],
     ),
     (
@@ -54,6 +55,7 @@ const ALLOWED: [(&str, &[&str]); 10] = [
     ("wload-units", &[]),
     ("wload-target", &[]),
     ("wload-k8s", &[]),
+    ("wload-oci", &[]),
 ];
 
 /// Each workspace crate's normal (not dev or build) dependencies.
