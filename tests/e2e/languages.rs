@@ -623,37 +623,6 @@ fn python_body_limit_per_request() {
     );
 }
 
-/// k6 scripts often read `__ENV` at the top level; in wload that code runs
-/// at build time, so the build must fail and say what to do.
-#[test]
-fn javascript_top_level_host_calls_fail_the_build_with_advice() {
-    let sdk = npm_sdk_once();
-    let dir = scratch("js_top_level");
-    let script = dir.join("script.js");
-    std::fs::write(
-        &script,
-        "import http from 'k6/http';\n\
-         const BASE = __ENV.BASE_URL || 'http://127.0.0.1:8080';\n\
-         export default function () { http.get(BASE); }\n",
-    )
-    .expect("write script");
-    let out = Command::new("node")
-        .arg(sdk.join("bin/wload-js.mjs"))
-        .arg("build")
-        .arg(&script)
-        .arg("-o")
-        .arg(dir.join("test.wasm"))
-        .output()
-        .expect("run node");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the build succeeded: {stderr}");
-    assert!(
-        stderr.contains("__ENV.BASE_URL cannot be used at the top level")
-            && stderr.contains("move it into the default function"),
-        "{stderr}"
-    );
-}
-
 #[test]
 fn python_examples_count_like_rust() {
     let built = python();
