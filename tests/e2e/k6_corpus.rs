@@ -16,9 +16,9 @@ use crate::support::*;
 /// busy machine) a 12 MB component.
 const LIMIT: Duration = Duration::from_secs(480);
 
-/// The placeholder host the corpus scripts that do not read `BASE_URL`
+/// The stand-in host the corpus scripts that do not read `BASE_URL`
 /// are written against.
-const PLACEHOLDER: &str = "http://test.k6.local";
+const STAND_IN_HOST: &str = "http://test.k6.local";
 
 /// One corpus run at a time: each first run compiles a 12 MB component,
 /// which takes both cores of a CI machine (and a build's memory) already.
@@ -27,14 +27,14 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `k6-corpus/<name>` with its placeholder host pointed at `base_url`, in
+/// `k6-corpus/<name>` with its stand-in host pointed at `base_url`, in
 /// the scratch folder `label`: the only edit a script gets.
 fn pointed_at(label: &str, name: &str, base_url: &str) -> PathBuf {
     let src = repo_root().join("tests/e2e/k6-corpus").join(name);
     let text = std::fs::read_to_string(&src).expect("read the corpus script");
     let dir = scratch(label);
     let script = dir.join(name);
-    std::fs::write(&script, text.replace(PLACEHOLDER, base_url)).expect("write the script");
+    std::fs::write(&script, text.replace(STAND_IN_HOST, base_url)).expect("write the script");
     script
 }
 
