@@ -208,6 +208,13 @@ listen_overflows() {
                     else for (i = 2; i <= NF; i++) if (k[i] == "ListenOverflows") print $i }' \
     /proc/net/netstat 2>/dev/null || echo 0
 }
+# Seconds in which nginx ran out of worker_connections and closed idle
+# keep-alive connections to make room (its error log says so once a
+# second): the target, not the generator, was the limit then, and the
+# VUs whose connections it closed fail a request.
+connections_short() {
+  grep -c 'worker_connections are not enough' "$work/error.log" 2>/dev/null || true
+}
 run() { # scenario tool vus limit_seconds -- command...
   local scenario=$1 tool=$2 vus=$3 limit=$4
   shift 5
@@ -215,10 +222,11 @@ run() { # scenario tool vus limit_seconds -- command...
   local dir=$work/run$n
   mkdir -p "$dir"
   say "$scenario: $tool, $vus VUs"
-  local overflows=$(listen_overflows)
+  local overflows=$(listen_overflows) short=$(connections_short)
   (cd "$dir" && /usr/bin/time -f '%e %U %S %M' -o "$dir/time" \
     taskset -c 1 timeout -k 10 "$limit" "$@" >"$dir/stdout" 2>"$dir/stderr") || true
   echo $(($(listen_overflows) - overflows)) >"$dir/listen_overflows"
+  echo $(($(connections_short) - short)) >"$dir/connections_short"
   printf '%s\t%s\t%s\t%s\n' "$scenario" "$tool" "$vus" "$dir" >>"$runs"
   sleep 1
 }

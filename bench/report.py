@@ -134,10 +134,11 @@ def load(runs_path):
                 r["fig"]["per_cpu"] = r["fig"]["requests"] / r["cpu"]
             if tool == "wload":
                 r["start"] = started_in(d)
-            try:
-                r["overflows"] = int(open(f"{d}/listen_overflows").read())
-            except (OSError, ValueError):
-                r["overflows"] = None
+            for key, name in (("overflows", "listen_overflows"), ("short", "connections_short")):
+                try:
+                    r[key] = int(open(f"{d}/{name}").read())
+                except (OSError, ValueError):
+                    r[key] = None
         runs.append(r)
     return runs
 
@@ -234,8 +235,9 @@ def idle(runs, machine):
     base = {r["tool"]: r["rss"] for r in rows if r["vus"] == 1 and not r.get("skipped")}
     out = [
         "| tool | VUs | started in | iterations/s (ideal) | of ideal | p99 | peak RSS | RSS per VU over 1 VU "
-        "| CPU s / wall s | CPU per iteration (× 1,000 VUs) | failed checks | accept-queue overflows |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| CPU s / wall s | CPU per iteration (× 1,000 VUs) | failed checks | accept-queue overflows "
+        "| seconds nginx was short of connections |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         f = r.get("fig")
@@ -246,11 +248,11 @@ def idle(runs, machine):
         if r.get("skipped"):
             measured = [x.get("per_vu") for x in rows if x["tool"] == r["tool"] and x.get("per_vu")]
             reason = skip_reason(r, measured[-1] if measured else None, machine)
-            out.append(f"| {r['tool']} | {num(r['vus'])} | {reason} | | | | | | | | | |")
+            out.append(f"| {r['tool']} | {num(r['vus'])} | {reason} | | | | | | | | | | |")
             continue
         f = r.get("fig")
         if not f:
-            out.append(f"| {r['tool']} | {num(r['vus'])} | refused or failed: {tail(r['dir'], 'stderr')} | | | | | | | | | |")
+            out.append(f"| {r['tool']} | {num(r['vus'])} | refused or failed: {tail(r['dir'], 'stderr')} | | | | | | | | | | |")
             continue
         per_vu = None
         if r["vus"] > 1 and base.get(r["tool"]) and r["rss"]:
@@ -263,7 +265,7 @@ def idle(runs, machine):
             f"| {100 * f['its'] / r['vus']:.0f}% | {p99} | {size(r['rss'])} | {size(per_vu)} "
             f"| {num(r['cpu'], 1)} / {num(r['wall'], 1)} "
             f"| {micros(r.get('cpu_per_it'))} ({ratio(r.get('cpu_per_it'), per_it_ref.get(r['tool']))}) "
-            f"| {num(f['checks_failed'])} | {num(r['overflows'])} |"
+            f"| {num(f['checks_failed'])} | {num(r['overflows'])} | {num(r['short'])} |"
         )
     return out + [""]
 
