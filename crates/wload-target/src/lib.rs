@@ -140,9 +140,7 @@ impl TargetServer {
     /// [`TargetServer::start`] with TLS and/or h2c.
     pub async fn start_with(addr: SocketAddr, opts: ServeOptions) -> Result<TargetServer> {
         let scheme = if opts.tls.is_some() { "https" } else { "http" };
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
+        let listener = listen(addr).with_context(|| format!("cannot listen on {addr}"))?;
         let addr = listener.local_addr()?;
         let stats = Arc::new(ServerStats::default());
         let (stop, stopped) = watch::channel(false);
@@ -164,6 +162,27 @@ impl Drop for TargetServer {
     fn drop(&mut self) {
         self.stop.send_replace(true);
     }
+}
+
+/// Thousands of VUs connect in the same few milliseconds at the start of
+/// a run. tokio's `TcpListener::bind` asks for a backlog of 1,024: SYNs
+/// past it are dropped and retried by the client 1 s and 3 s later, which
+/// shows as seconds of `http_req_connecting` that are the target's, not
+/// the generator's. Ask for the most the kernel gives
+/// (`net.core.somaxconn` caps it: 4,096 by default).
+const BACKLOG: u32 = 65_535;
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does: a restarted target may take its port
+    // back while the last run's connections are in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
 async fn accept_loop(
