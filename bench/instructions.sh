@@ -18,11 +18,20 @@
 #   N=4000 VUS=100 bench/instructions.sh
 #   EXAMPLE=login WITH=target/guests/wasm32-wasip2/release/session.wasm \
 #     bench/instructions.sh   # another example, linked with a library plugin
+#   CACHE=1 bench/instructions.sh  # also simulated L1 misses and branch
+#                                  # mispredictions per iteration (slower)
+#
+# CACHE=1 matters because an iteration's code does not fit in the L1
+# instruction cache (docs/BENCHMARKS.md, Session 10): a change that
+# keeps the instruction count but moves code (layout, LTO, inlining) shows
+# only in the misses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${N:-2000}
 vus=${VUS:-4}
 top=${TOP:-0}
+sim=()
+[ -n "${CACHE:-}" ] && sim=(--cache-sim=yes --branch-sim=yes)
 . bench/lib.sh
 wload_and_guest "${EXAMPLE:-hello}"
 with=()
@@ -44,7 +53,7 @@ serve "$port" 1200 "$work/server.log"
 count() { # iterations: callgrind's output file for that many
   # A long output interval: the per-second aggregation would otherwise
   # count in proportion to valgrind's slowness, not to the iterations.
-  taskset -c 1 valgrind --tool=callgrind --smc-check=all \
+  taskset -c 1 valgrind --tool=callgrind --smc-check=all "${sim[@]}" \
     --callgrind-out-file="$work/cg.$1" "$WLOAD" run "$GUEST" "${with[@]}" -q \
     --vus "$vus" --iterations "$1" --out-interval 1h \
     -e BASE_URL="http://127.0.0.1:$port" >"$work/run.$1.log" 2>&1 ||
@@ -62,6 +71,17 @@ import re, subprocess, sys
 from collections import Counter
 
 small, large, n, top, vus = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+
+def events(path):
+    """Every event's program total (Ir, and with CACHE=1 the misses)."""
+    names, totals = [], []
+    for line in open(path):
+        if line.startswith("events:"):
+            names = line.split()[1:]
+        elif line.startswith("totals:") or line.startswith("summary:"):
+            totals = [int(x) for x in line.split()[1:]]
+    return dict(zip(names, totals))
+
 
 def by_function(path):
     out = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path],
@@ -84,6 +104,11 @@ def by_function(path):
 (t1, f1), (t3, f3) = by_function(small), by_function(large)
 per = (t3 - t1) / (2 * n)
 print(f"instructions per iteration: {per:,.0f}  ({vus} VUs, {n} and {3 * n} iterations)")
+e1, e3 = events(small), events(large)
+if "I1mr" in e3:
+    d = {k: (e3[k] - e1.get(k, 0)) / (2 * n) for k in e3}
+    print(f"L1i misses per iteration: {d['I1mr']:,.0f}  L1d misses: {d['D1mr'] + d['D1mw']:,.0f}  "
+          f"mispredicted branches: {d['Bim']:,.0f} indirect, {d['Bcm']:,.0f} conditional")
 if top:
     diff = {k: (v - f1.get(k, 0)) / (2 * n) for k, v in f3.items()}
     for name, ir in sorted(diff.items(), key=lambda kv: -kv[1])[:top]:
