@@ -56,7 +56,8 @@ def groups(path):
         m = re.match(r'^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$', line)
         if m:
             size = (int(m.group(2), 16) - int(m.group(1), 16)) // 1024
-            maps.append({'size': size, 'perms': m.group(3), 'name': m.group(4).strip(), 'rss': 0})
+            maps.append({'start': int(m.group(1), 16), 'size': size, 'perms': m.group(3),
+                         'name': m.group(4).strip(), 'rss': 0})
         elif line.startswith('Rss:'):
             maps[-1]['rss'] = int(line.split()[1])
     # A guest's linear memory is its image with the anonymous parts of
@@ -77,8 +78,11 @@ def groups(path):
                 kind = 'binary, libraries, stack, vdso'
             elif m['size'] == 512:
                 kind = 'fiber stacks (512 KiB each)'
+            elif m['perms'] == 'rw-p' and m['size'] >= 8192 and m['start'] % (64 << 20) == 0:
+                # glibc maps a thread arena's heaps at 64 MiB boundaries.
+                kind = 'malloc: worker-thread arenas'
             elif m['perms'] == 'rw-p' and m['size'] >= 8192:
-                kind = 'malloc: worker-thread arenas (and thread stacks)'
+                kind = "wasmtime's table pool (and thread stacks)"
             else:
                 kind = 'other anonymous'
         rss[kind] += m['rss']
