@@ -281,6 +281,9 @@ if [[ "$skip" != *" mixed "* ]]; then
   run mixed-50 k6 50 $limit -- "${cmd[@]}"
   wload_cmd 50 mixed.wasm -e JSON_BYTES="$json_bytes"
   run mixed-50 wload 50 $limit -- "${cmd[@]}"
+  # The memory floor's baseline: the same test at 1 VU (bench/report.py).
+  wload_cmd 1 mixed.wasm -e JSON_BYTES="$json_bytes"
+  run mixed-1 wload 1 $limit -- "${cmd[@]}"
 fi
 
 # --- report -----------------------------------------------------------------

@@ -68,6 +68,11 @@ impl Conn {
     /// Set up HTTP (and TLS) on `stream`, starting hyper's driver task
     /// for HTTP/2.
     /// Returns the connection and the nanoseconds the TLS handshake took.
+    ///
+    /// The TLS and HTTP/2 handshakes are boxed: their futures would
+    /// otherwise size every dial's, plain HTTP/1.1 ones included, and
+    /// thousands of VUs connect at once when a run starts (what their
+    /// dials hold then stays in the allocator's arenas afterwards).
     pub async fn open(
         stream: TcpStream,
         how: Handshake,
@@ -79,7 +84,7 @@ impl Conn {
         match how.tls {
             None => {
                 let sender = if how.h2c {
-                    handshake_h2(io).await?
+                    Box::pin(handshake_h2(io)).await?
                 } else {
                     Sender::H1(H1Conn::new(Stream::Plain(io)))
                 };
@@ -95,8 +100,7 @@ impl Conn {
             }
             Some((connector, name)) => {
                 let started = now_ns();
-                let tls = connector
-                    .connect(name, io)
+                let tls = Box::pin(connector.connect(name, io))
                     .await
                     .map_err(|e| HttpError::from_tls(&e, host))?;
                 let tls_ns = now_ns() - started;
@@ -104,7 +108,7 @@ impl Conn {
                 let h2 = session.alpn_protocol() == Some(b"h2");
                 let tls_version = version_tag(session.protocol_version());
                 let sender = if h2 {
-                    handshake_h2(tls).await?
+                    Box::pin(handshake_h2(tls)).await?
                 } else {
                     Sender::H1(H1Conn::new(Stream::Tls(Box::new(tls))))
                 };

@@ -27,64 +27,100 @@ pub enum DecodeError {
 }
 
 /// Decode `body` by its `Content-Encoding` (codings applied in order, so
-/// undone in reverse), to at most `limit` bytes at every step: a small
-/// body can inflate a thousandfold (a decompression bomb), so the output
-/// is bounded as it is produced, never after. Unknown codings are an error.
-pub fn decode(headers: &Headers, body: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
-    let value = headers
-        .get("content-encoding")
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .unwrap_or("");
-    let mut data = body.to_vec();
-    for coding in value.rsplit(',') {
-        let coding = coding.trim().to_ascii_lowercase();
-        data = match coding.as_str() {
-            "" | "identity" => continue,
-            "gzip" | "x-gzip" => {
-                read_all(flate2::read::MultiGzDecoder::new(&data[..]), "gzip", limit)?
-            }
-            // "deflate" is zlib-wrapped by the spec, raw in some servers.
-            "deflate" => {
-                match read_all(flate2::read::ZlibDecoder::new(&data[..]), "deflate", limit) {
-                    Err(DecodeError::Invalid(_)) => read_all(
-                        flate2::read::DeflateDecoder::new(&data[..]),
-                        "deflate",
-                        limit,
-                    )?,
-                    other => other?,
-                }
-            }
-            "br" => read_all(
-                brotli_decompressor::Decompressor::new(&data[..], 4096),
-                "br",
-                limit,
-            )?,
-            "zstd" => {
-                let decoder = ruzstd::decoding::StreamingDecoder::new(&data[..])
-                    .map_err(|e| DecodeError::Invalid(format!("cannot decode zstd body: {e}")))?;
-                read_all(decoder, "zstd", limit)?
-            }
-            other => {
-                return Err(DecodeError::Invalid(format!(
-                    "unsupported content encoding {other:?}"
-                )));
-            }
-        };
+/// undone in reverse) into `out`, to at most `limit` bytes at every step:
+/// a small body can inflate a thousandfold (a decompression bomb), so the
+/// output is bounded as it is produced, never after. Unknown codings are
+/// an error. The last step writes straight into `out` (the response's own
+/// buffer) and the first reads straight from `body`: only a chain of
+/// codings needs a buffer in between.
+pub fn decode_into(
+    headers: &Headers,
+    body: &[u8],
+    limit: u64,
+    out: &mut Vec<u8>,
+) -> Result<(), DecodeError> {
+    let codings: Vec<&str> = content_encoding(headers)
+        .rsplit(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+        .collect();
+    let Some((last, first)) = codings.split_last() else {
+        out.extend_from_slice(body);
+        return Ok(());
+    };
+    let mut between: Option<Vec<u8>> = None;
+    for coding in first {
+        let mut step = Vec::new();
+        decode_one(coding, between.as_deref().unwrap_or(body), limit, &mut step)?;
+        between = Some(step);
     }
-    Ok(data)
+    decode_one(last, between.as_deref().unwrap_or(body), limit, out)
 }
 
-/// All of `r`, unless it is longer than `limit`.
-fn read_all(r: impl Read, name: &str, limit: u64) -> Result<Vec<u8>, DecodeError> {
-    let mut out = Vec::new();
+/// The decoded length `body` claims, when its coding says it up front
+/// (gzip's trailer holds the length mod 2^32): a capacity to reserve for
+/// [`decode_into`]'s output, never trusted past `limit`.
+pub fn decoded_size_hint(headers: &Headers, body: &[u8], limit: u64) -> Option<usize> {
+    let coding = content_encoding(headers).trim();
+    if !(coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip")) {
+        return None;
+    }
+    let trailer: [u8; 4] = body.get(body.len().checked_sub(4)?..)?.try_into().ok()?;
+    let claimed = u64::from(u32::from_le_bytes(trailer));
+    usize::try_from(claimed.min(limit)).ok()
+}
+
+fn content_encoding(headers: &Headers) -> &str {
+    headers
+        .get("content-encoding")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .unwrap_or("")
+}
+
+/// Undo one `coding` of `data`, appending to `out`.
+fn decode_one(coding: &str, data: &[u8], limit: u64, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+    match coding.to_ascii_lowercase().as_str() {
+        "gzip" | "x-gzip" => read_all(flate2::read::MultiGzDecoder::new(data), "gzip", limit, out),
+        // "deflate" is zlib-wrapped by the spec, raw in some servers.
+        "deflate" => match read_all(flate2::read::ZlibDecoder::new(data), "deflate", limit, out) {
+            Err(DecodeError::Invalid(_)) => {
+                out.clear();
+                read_all(
+                    flate2::read::DeflateDecoder::new(data),
+                    "deflate",
+                    limit,
+                    out,
+                )
+            }
+            other => other,
+        },
+        "br" => read_all(
+            brotli_decompressor::Decompressor::new(data, 4096),
+            "br",
+            limit,
+            out,
+        ),
+        "zstd" => {
+            let decoder = ruzstd::decoding::StreamingDecoder::new(data)
+                .map_err(|e| DecodeError::Invalid(format!("cannot decode zstd body: {e}")))?;
+            read_all(decoder, "zstd", limit, out)
+        }
+        other => Err(DecodeError::Invalid(format!(
+            "unsupported content encoding {other:?}"
+        ))),
+    }
+}
+
+/// All of `r` appended to the empty `out`, unless it is longer than `limit`.
+fn read_all(r: impl Read, name: &str, limit: u64, out: &mut Vec<u8>) -> Result<(), DecodeError> {
     // One byte past the limit tells "exactly the limit" from "more".
     r.take(limit.saturating_add(1))
-        .read_to_end(&mut out)
+        .read_to_end(out)
         .map_err(|e| DecodeError::Invalid(format!("cannot decode {name} body: {e}")))?;
     if out.len() as u64 > limit {
         return Err(DecodeError::TooLarge);
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -96,6 +132,11 @@ mod tests {
         let mut h = http::HeaderMap::new();
         h.insert(http::header::CONTENT_ENCODING, enc.parse().unwrap());
         Headers::from_map(h)
+    }
+
+    fn decode(headers: &Headers, body: &[u8], limit: u64) -> Result<Vec<u8>, DecodeError> {
+        let mut out = Vec::new();
+        decode_into(headers, body, limit, &mut out).map(|()| out)
     }
 
     #[test]
@@ -170,6 +211,40 @@ mod tests {
         assert_eq!(
             decode(&headers("gzip, gzip"), &twice, 1 << 20),
             Err(DecodeError::TooLarge)
+        );
+    }
+
+    /// gzip's trailer sizes the output, so the body is inflated into the
+    /// buffer it was given without growing it: no copy on the way.
+    #[test]
+    fn a_gzip_body_decodes_into_its_buffer_in_place() {
+        let plain = b"0123456789abcdef".repeat(4096);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&plain).unwrap();
+        let gz = gz.finish().unwrap();
+        let h = headers("gzip");
+        let hint = decoded_size_hint(&h, &gz, u64::MAX);
+        assert_eq!(hint, Some(plain.len()));
+        let mut out = Vec::with_capacity(hint.unwrap());
+        let at = out.as_ptr();
+        decode_into(&h, &gz, u64::MAX, &mut out).unwrap();
+        assert_eq!(out, plain);
+        assert_eq!(out.as_ptr(), at, "the buffer was reallocated");
+        assert_eq!(out.capacity(), plain.len());
+        // A claim is bounded by the limit, and other codings claim nothing.
+        assert_eq!(decoded_size_hint(&h, &gz, 100), Some(100));
+        assert_eq!(decoded_size_hint(&headers("br"), &gz, u64::MAX), None);
+        assert_eq!(decoded_size_hint(&h, b"gz", u64::MAX), None);
+    }
+
+    #[test]
+    fn raw_deflate_decodes_after_the_zlib_attempt() {
+        let plain = b"raw deflate, as some servers send it".repeat(20);
+        let mut d = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        d.write_all(&plain).unwrap();
+        assert_eq!(
+            decode(&headers("deflate"), &d.finish().unwrap(), u64::MAX).unwrap(),
+            plain
         );
     }
 }

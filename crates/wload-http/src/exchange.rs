@@ -461,11 +461,14 @@ impl Client {
         let encoded = request.mode == BodyMode::Keep && decode::is_encoded(&resp.headers);
         let mut buf = buf;
         if let (true, Some(raw)) = (encoded, buf.as_ref()) {
-            match decode::decode(&resp.headers, raw.as_slice(), request.limit) {
-                Ok(plain) => {
-                    let mut out = self.pool.take(Some(plain.len()));
-                    out.extend(&plain);
-                    resp.body_len = plain.len() as u64;
+            // Decoded straight into the buffer the test will read; the raw
+            // one goes back to the pool.
+            let raw = raw.as_slice();
+            let hint = decode::decoded_size_hint(&resp.headers, raw, request.limit);
+            let mut out = self.pool.take(hint);
+            match decode::decode_into(&resp.headers, raw, request.limit, out.vec_mut()) {
+                Ok(()) => {
+                    resp.body_len = out.len() as u64;
                     buf = Some(out);
                 }
                 Err(DecodeError::Invalid(message)) => {

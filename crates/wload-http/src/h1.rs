@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::error::{ErrorCode, HttpError};
 use super::headers::{Headers, MAX_FIELDS, parse_response};
-use super::pool::{BodyPool, PooledBuf};
+use super::pool::{BodyPool, PooledBuf, TRIM_PERIOD_NS};
 use super::socket::{Stream, now_ns};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -49,7 +49,54 @@ const POOLED_MAX: usize = 64 << 10;
 const POOLED_PER_THREAD: usize = 64;
 
 thread_local! {
-    static SCRATCH: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    static SCRATCH: RefCell<ScratchPool> = const {
+        RefCell::new(ScratchPool { free: Vec::new(), low: 0, returns: 0, at: 0 })
+    };
+}
+
+/// A thread's idle scratch buffers, trimmed as the body pool is
+/// ([`super::pool`]): every [`TRIM_EVERY`] returns, once a period passed,
+/// the fewest that were idle at once during it are freed.
+struct ScratchPool {
+    free: Vec<Vec<u8>>,
+    /// The fewest idle buffers since the last trim.
+    low: usize,
+    returns: u32,
+    /// `now_ns` of the last trim (0: none yet).
+    at: u64,
+}
+
+/// Returns between two looks at the clock.
+const TRIM_EVERY: u32 = 256;
+
+impl ScratchPool {
+    fn pop(&mut self) -> Option<Vec<u8>> {
+        let buf = self.free.pop();
+        self.low = self.low.min(self.free.len());
+        buf
+    }
+
+    fn push(&mut self, buf: Vec<u8>) {
+        if self.free.len() < POOLED_PER_THREAD {
+            self.free.push(buf);
+        }
+        self.returns = self.returns.wrapping_add(1);
+        if self.returns.is_multiple_of(TRIM_EVERY) {
+            self.trim(now_ns());
+        }
+    }
+
+    #[cold]
+    fn trim(&mut self, now: u64) {
+        if now.saturating_sub(self.at) < TRIM_PERIOD_NS {
+            return;
+        }
+        self.at = now;
+        // The oldest returns are at the bottom: those go.
+        let unused = self.low.min(self.free.len());
+        self.free.drain(..unused);
+        self.low = self.free.len();
+    }
 }
 
 /// A buffer borrowed from this thread's pool for the length of one
@@ -84,12 +131,7 @@ impl Drop for Scratch {
             return;
         }
         buf.clear();
-        let _ = SCRATCH.try_with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() < POOLED_PER_THREAD {
-                p.push(buf);
-            }
-        });
+        let _ = SCRATCH.try_with(|p| p.borrow_mut().push(buf));
     }
 }
 
@@ -878,6 +920,28 @@ mod tests {
     use crate::socket::{IoMarks, MeteredIo};
     use http::header::{HeaderName, HeaderValue};
     use tokio::net::{TcpListener, TcpStream};
+
+    /// A thread's scratch buffers that sat idle through a period are
+    /// freed; as many as were in use at once during it stay.
+    #[test]
+    fn idle_scratch_buffers_are_freed_after_a_period() {
+        let mut p = ScratchPool {
+            free: (0..5).map(|_| Vec::with_capacity(8)).collect(),
+            low: 0,
+            returns: 0,
+            at: 0,
+        };
+        // The first period saw none idle: nothing goes.
+        p.trim(TRIM_PERIOD_NS);
+        assert_eq!(p.free.len(), 5);
+        let (a, b) = (p.pop().unwrap(), p.pop().unwrap());
+        p.push(a);
+        p.push(b);
+        p.trim(TRIM_PERIOD_NS + 1);
+        assert_eq!(p.free.len(), 5, "trimmed before the period was over");
+        p.trim(2 * TRIM_PERIOD_NS);
+        assert_eq!(p.free.len(), 2);
+    }
 
     /// What the scripted server does for one request: write these pieces
     /// (one write each, a pause between), then maybe close.
