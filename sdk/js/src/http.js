@@ -342,10 +342,13 @@ function buildRequest(method, url, body, params = {}) {
   if (redirects !== undefined && !(Number.isInteger(redirects) && redirects >= 0)) {
     throw new Error(`redirects must be a whole number >= 0, not ${JSON.stringify(redirects)}`);
   }
+  // An explicit `responseType: 'text'` keeps the body against the run's
+  // `discardResponseBodies`, as in k6.
+  const keep = params.responseType === 'text' || params.responseType === 'binary';
   const opts =
-    expected === undefined && redirects === undefined
+    expected === undefined && redirects === undefined && !keep
       ? null
-      : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: undefined };
+      : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: keep ? 'keep' : undefined };
   const maxBodySize = params.maxBodySize;
   if (maxBodySize !== undefined && !(Number.isSafeInteger(maxBodySize) && maxBodySize >= 0)) {
     throw new Error(`maxBodySize must be a whole number of bytes >= 0, not ${JSON.stringify(maxBodySize)}`);
