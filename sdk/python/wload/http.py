@@ -231,6 +231,9 @@ class Request:
     timeout: Optional[float] = None
     """Seconds."""
     discard_body: bool = False
+    keep_body: bool = False
+    """Keep the body even when the run discards bodies
+    (`--discard-response-bodies`)."""
     max_redirects: Optional[int] = None
     """Redirects to follow (the run's default is 10); 0 returns the 3xx."""
     expected_statuses: Optional[list] = None
@@ -243,7 +246,7 @@ class Request:
 
     def _options(self) -> Optional[_wit.RequestOptions]:
         """The WIT options beyond `request`, or None when none is set."""
-        if self.max_redirects is None and self.expected_statuses is None:
+        if self.max_redirects is None and self.expected_statuses is None and not self.keep_body:
             return None
         expected = None
         if self.expected_statuses is not None:
@@ -252,7 +255,9 @@ class Request:
                 lo, hi = (s, s) if isinstance(s, int) else s
                 expected.append(_wit.StatusRange(min=int(lo), max=int(hi)))
         return _wit.RequestOptions(
-            max_redirects=self.max_redirects, expected_statuses=expected, body_mode=None
+            max_redirects=self.max_redirects,
+            expected_statuses=expected,
+            body_mode=_wit.BodyMode.KEEP if self.keep_body else None,
         )
 
     def _limits(self) -> Optional[_wit.RequestLimits]:
