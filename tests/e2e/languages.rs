@@ -69,15 +69,23 @@ fn copy_tree(src: &Path, dst: &Path) {
     }
 }
 
-struct Built {
+pub(crate) struct Built {
     hello: PathBuf,
     browse: PathBuf,
     /// Groups; not written for AssemblyScript (its functions cannot
     /// capture, so nested groups read nothing like the other languages).
     shop: Option<PathBuf>,
-    /// The HTTP features beyond 0.1.0's `request` (JavaScript and Python):
-    /// examples/{js,python}/http_features.
+    /// The HTTP features, one per mode: examples/<lang>/http_features.
     http_features: Option<PathBuf>,
+}
+
+impl Built {
+    /// The http_features example of `lang`, which docs/parity.md compares.
+    pub(crate) fn http_features_path(&self, lang: &str) -> &Path {
+        self.http_features
+            .as_deref()
+            .unwrap_or_else(|| panic!("no {lang} http_features"))
+    }
 }
 
 /// The JS SDK, installed once per test process.
@@ -86,7 +94,7 @@ pub(crate) fn npm_sdk_once() -> &'static Path {
     SDK.get_or_init(|| npm_sdk("js"))
 }
 
-fn javascript() -> &'static Built {
+pub(crate) fn javascript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let sdk = npm_sdk_once();
@@ -110,7 +118,7 @@ fn javascript() -> &'static Built {
     })
 }
 
-fn assemblyscript() -> &'static Built {
+pub(crate) fn assemblyscript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let sdk = npm_sdk("assemblyscript");
@@ -134,7 +142,7 @@ fn assemblyscript() -> &'static Built {
             hello: build("hello"),
             browse: build("browse"),
             shop: None,
-            http_features: None,
+            http_features: Some(build("http_features")),
         }
     })
 }
@@ -159,7 +167,7 @@ pub(crate) fn python_with_componentize() -> &'static Path {
     })
 }
 
-fn python() -> &'static Built {
+pub(crate) fn python() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let py = python_with_componentize();
@@ -235,7 +243,7 @@ fn go_binary() -> PathBuf {
     "go".into()
 }
 
-fn go() -> &'static Built {
+pub(crate) fn go() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| Built {
         hello: go_build("hello"),
@@ -248,7 +256,7 @@ fn go() -> &'static Built {
 /// A run's bound. A JavaScript or Python test's first run compiles a
 /// component of 10-40 MB; with the rest of the suite on the same two
 /// cores that took over 180 s once (a full suite beside four builds).
-const LIMIT: Duration = Duration::from_secs(480);
+pub(crate) const LIMIT: Duration = Duration::from_secs(480);
 
 /// Run `test` and the Rust example `rust` with the same arguments, each
 /// against its own server; both must exit 0.
