@@ -69,15 +69,23 @@ fn copy_tree(src: &Path, dst: &Path) {
     }
 }
 
-struct Built {
+pub(crate) struct Built {
     hello: PathBuf,
     browse: PathBuf,
     /// Groups; not written for AssemblyScript (its functions cannot
     /// capture, so nested groups read nothing like the other languages).
     shop: Option<PathBuf>,
-    /// The HTTP features beyond 0.1.0's `request` (JavaScript and Python):
-    /// examples/{js,python}/http_features.
+    /// The HTTP features, one per mode: examples/<lang>/http_features.
     http_features: Option<PathBuf>,
+}
+
+impl Built {
+    /// The http_features example of `lang`, which docs/parity.md compares.
+    pub(crate) fn http_features_path(&self, lang: &str) -> &Path {
+        self.http_features
+            .as_deref()
+            .unwrap_or_else(|| panic!("no {lang} http_features"))
+    }
 }
 
 /// The JS SDK, installed once per test process.
@@ -86,7 +94,7 @@ pub(crate) fn npm_sdk_once() -> &'static Path {
     SDK.get_or_init(|| npm_sdk("js"))
 }
 
-fn javascript() -> &'static Built {
+pub(crate) fn javascript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let sdk = npm_sdk_once();
@@ -110,7 +118,7 @@ fn javascript() -> &'static Built {
     })
 }
 
-fn assemblyscript() -> &'static Built {
+pub(crate) fn assemblyscript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let sdk = npm_sdk("assemblyscript");
@@ -134,7 +142,7 @@ fn assemblyscript() -> &'static Built {
             hello: build("hello"),
             browse: build("browse"),
             shop: None,
-            http_features: None,
+            http_features: Some(build("http_features")),
         }
     })
 }
@@ -159,7 +167,7 @@ pub(crate) fn python_with_componentize() -> &'static Path {
     })
 }
 
-fn python() -> &'static Built {
+pub(crate) fn python() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
         let py = python_with_componentize();
@@ -235,7 +243,7 @@ fn go_binary() -> PathBuf {
     "go".into()
 }
 
-fn go() -> &'static Built {
+pub(crate) fn go() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| Built {
         hello: go_build("hello"),
@@ -248,7 +256,7 @@ fn go() -> &'static Built {
 /// A run's bound. A JavaScript or Python test's first run compiles a
 /// component of 10-40 MB; with the rest of the suite on the same two
 /// cores that took over 180 s once (a full suite beside four builds).
-const LIMIT: Duration = Duration::from_secs(480);
+pub(crate) const LIMIT: Duration = Duration::from_secs(480);
 
 /// Run `test` and the Rust example `rust` with the same arguments, each
 /// against its own server; both must exit 0.
@@ -353,85 +361,6 @@ fn javascript_examples_count_like_rust() {
     hello_counts_like_rust("js", &built.hello);
     browse_counts_like_rust("js", &built.browse);
     shop_groups_like_rust("js", built.shop.as_deref().expect("js shop"));
-    http_features_match_rust(
-        "js",
-        built.http_features.as_deref().expect("js http_features"),
-    );
-}
-
-/// The HTTP features beyond 0.1.0's `request` record (redirect limits,
-/// the cookie jar, expected statuses, `proto`) do in `lang` what the Rust
-/// SDK does: the same checks pass, the server sees the same requests,
-/// `http_req_failed` counts the same.
-fn http_features_match_rust(lang: &str, test: &Path) {
-    modes_match_rust(
-        lang,
-        test,
-        &[
-            "--vus 1 --iterations 2 -e MODE=proto",
-            "--vus 1 --iterations 3 -e MODE=redirect",
-            "--vus 2 --iterations 8 -e MODE=cookies",
-            "--vus 1 --iterations 4 -e MODE=expect",
-        ],
-    );
-}
-
-/// Each of `runs` (the arguments of one mode of http_features, `MODE=`
-/// last but for flags after it) passes the same checks in `lang` as in
-/// Rust, with the same requests at the server.
-fn modes_match_rust(lang: &str, test: &Path, runs: &[&str]) {
-    for &args in runs {
-        let mode = args
-            .split_whitespace()
-            .find_map(|a| a.strip_prefix("MODE="))
-            .unwrap_or("mode");
-        let [(reqs, run), (rust_reqs, rust)] =
-            side_by_side(&format!("{lang}_http_{mode}"), test, "http_features", args);
-        assert_eq!(reqs, rust_reqs, "{mode}: requests at the server");
-        let (passes, fails) = (
-            run.metric("checks", "passes"),
-            run.metric("checks", "fails"),
-        );
-        assert!(
-            passes > 0.0 && fails == 0.0,
-            "{mode}: {passes} passed, {fails} failed"
-        );
-        assert_eq!(
-            run.summary["root_group"], rust.summary["root_group"],
-            "{mode}: checks"
-        );
-        assert_eq!(
-            run.metric("http_req_failed", "passes"),
-            rust.metric("http_req_failed", "passes"),
-            "{mode}: http_req_failed"
-        );
-    }
-}
-
-/// The modes of http_features beyond the ones every language has: a
-/// batch, decoding, the request builder's query, form, multipart and JSON
-/// bodies, a body kept against `--discard-response-bodies`, and a network
-/// error's code, as in Rust.
-#[test]
-fn go_http_features_match_rust_in_every_mode() {
-    let built = go();
-    let test = built.http_features.as_deref().expect("go http_features");
-    // Nothing listens there: connection refused, 1212.
-    let refused = format!(
-        "--vus 1 --iterations 2 -e MODE=error -e TARGET=http://127.0.0.1:{}/ -e EXPECT_CODE=1212",
-        free_port()
-    );
-    modes_match_rust(
-        "go",
-        test,
-        &[
-            "--vus 1 --iterations 3 -e MODE=batch -e BATCH_N=8",
-            "--vus 1 --iterations 2 -e MODE=compress",
-            "--vus 1 --iterations 2 -e MODE=sdk",
-            "--vus 1 --iterations 2 -e MODE=keep --discard-response-bodies",
-            &refused,
-        ],
-    );
 }
 
 /// Over TLS the Go test sees what Rust sees: HTTP/2 chosen by ALPN, TLS
@@ -467,48 +396,6 @@ fn go_proto_and_tls_version_over_tls_as_in_rust() {
         }
         assert_eq!(run.check("handshake timed"), (1, 0), "{name}");
     }
-}
-
-/// Requests of one batch with options of their own (`batch-with`): a
-/// redirect not followed, a 404 expected by one request and not by the
-/// other, which alone counts in `http_req_failed`.
-#[test]
-fn go_batch_with_options_per_request() {
-    let built = go();
-    let test = built.http_features.as_deref().expect("go http_features");
-    let server = server();
-    let run = run_file(
-        "go_http_options",
-        test,
-        &server.base_url(),
-        "--vus 1 --iterations 3 -e MODE=options",
-        LIMIT,
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
-    assert_eq!(server.stats.requests(), 9);
-    assert_eq!(run.check("options: each its own"), (3, 0));
-    assert_eq!(run.check("options: redirect not followed"), (3, 0));
-    assert_eq!(run.metric("http_req_failed", "passes"), 3.0);
-    assert_eq!(run.metric("http_reqs", "count"), 9.0);
-}
-
-/// Repeated response fields stay apart: the two `set-cookie` fields of a
-/// 302 are two entries of `Headers`, `Header` is the first.
-#[test]
-fn go_repeated_header_fields_are_kept() {
-    let built = go();
-    let test = built.http_features.as_deref().expect("go http_features");
-    let server = server();
-    let run = run_file(
-        "go_http_repeated",
-        test,
-        &server.base_url(),
-        "--vus 1 --iterations 2 -e MODE=repeated",
-        LIMIT,
-    );
-    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
-    assert_eq!(run.check("repeated: both set-cookie fields"), (2, 0));
-    assert_eq!(run.check("repeated: Header is the first"), (2, 0));
 }
 
 /// A per-request body limit (`maxBodySize` in JS, `max_body_size=` in
@@ -629,13 +516,6 @@ fn python_examples_count_like_rust() {
     hello_counts_like_rust("python", &built.hello);
     browse_counts_like_rust("python", &built.browse);
     shop_groups_like_rust("python", built.shop.as_deref().expect("python shop"));
-    http_features_match_rust(
-        "python",
-        built
-            .http_features
-            .as_deref()
-            .expect("python http_features"),
-    );
 }
 
 #[test]
@@ -651,10 +531,6 @@ fn go_examples_count_like_rust() {
     hello_counts_like_rust("go", &built.hello);
     browse_counts_like_rust("go", &built.browse);
     shop_groups_like_rust("go", built.shop.as_deref().expect("go shop"));
-    http_features_match_rust(
-        "go",
-        built.http_features.as_deref().expect("go http_features"),
-    );
 }
 
 #[test]

@@ -24,6 +24,7 @@ mod load;
 mod oci;
 mod openapi;
 mod outputs;
+mod parity;
 mod plugin_caps;
 mod plugins;
 mod remote_outputs;

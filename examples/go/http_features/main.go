@@ -21,9 +21,11 @@
 //   - keep: with --discard-response-bodies, a request that keeps its body.
 //   - options: a Batch whose requests have options of their own
 //     (batch-with): one follows no redirect, one expects its 404, one
-//     does not (a mode of the Go example only).
+//     does not.
 //   - repeated: the two set-cookie fields of one response stay apart in
-//     Headers, and Header is the first (a mode of the Go example only).
+//     Headers, and Header is the first.
+//   - lazy, metrics, groups, vu, fail: as in Rust (docs/parity.md lists
+//     what each exercises).
 //
 // Build and run:
 //
@@ -46,7 +48,20 @@ const compressible = "wload compresses well. wload compresses well. wload compre
 
 type features struct{}
 
-func (features) Iteration(string) error {
+var (
+	counter = wload.NewCounter("parity_counter")
+	gauge   = wload.NewGauge("parity_gauge")
+	rate    = wload.NewRate("parity_rate")
+	trend   = wload.NewTimeTrend("parity_trend")
+	// done counts the iterations this VU has run, kept by the test itself.
+	done uint64
+)
+
+func (features) Setup() (string, error) { return `{"token":"t0k3n"}`, nil }
+
+func (features) Iteration(data string) error {
+	iter := done
+	done++
 	base := wload.Env("BASE_URL", "http://127.0.0.1:8080")
 	url := func(path string) string { return strings.TrimRight(base, "/") + path }
 	switch mode := wload.Env("MODE", "proto"); mode {
@@ -191,6 +206,50 @@ func (features) Iteration(string) error {
 			strings.HasPrefix(set[0], "session=abc") && strings.HasPrefix(set[1], "theme=dark"))
 		first, _ := res.Header("Set-Cookie")
 		wload.Check("repeated: Header is the first", first == set[0])
+	case "lazy":
+		n, err := strconv.ParseUint(wload.Env("LAZY_BYTES", "62914560"), 10, 64)
+		if err != nil {
+			return fmt.Errorf("LAZY_BYTES: %w", err)
+		}
+		res := wload.Get(url(fmt.Sprintf("/bytes/%d", n))).Send()
+		wload.Check("lazy: answered", res.Status() == 200)
+		wload.Check("lazy: length known", res.BodyLen() == n)
+		wload.Check("lazy: timed", res.Timings().Duration > 0)
+		if wload.Env("READ", "") == "1" {
+			wload.Check("lazy: body read", uint64(len(res.Body())) == n)
+		}
+	case "metrics":
+		counter.AddTagged(1, [][2]string{{"kind", "a"}})
+		counter.Add(2)
+		gauge.Set(float64(iter + 1))
+		rate.AddTagged(true, [][2]string{{"kind", "a"}})
+		rate.Add(false)
+		rate.Add(true)
+		trend.AddTagged(10, [][2]string{{"kind", "a"}})
+		trend.Add(20)
+		wload.Check("metrics: recorded", true)
+	case "groups":
+		wload.Group("outer", func() {
+			wload.Check("groups: outer answered", wload.Get(url("/bytes/10")).Send().BodyLen() == 10)
+			wload.Group("inner", func() {
+				wload.Check("groups: inner answered", wload.Get(url("/bytes/20")).Send().BodyLen() == 20)
+			})
+		})
+		wload.Check("groups: outside", true)
+	case "vu":
+		wload.Check("vu: id", wload.VU() >= 1)
+		wload.Check("vu: iteration", wload.Iteration() == iter)
+		wload.Check("vu: scenario", wload.Scenario() == "default")
+		wload.Check("vu: env", wload.Env("PARITY", "") == "yes")
+		wload.Check("vu: env unset", wload.Env("PARITY_UNSET", "unset") == "unset")
+		wload.Check("vu: setup data", strings.Contains(data, `"token":"t0k3n"`))
+		wload.Log(wload.Info, fmt.Sprintf("parity: vu %d iteration %d", wload.VU(), iter))
+		wload.Sleep(10 * time.Millisecond)
+	case "fail":
+		if iter%2 == 1 {
+			return fmt.Errorf("parity: deliberate failure")
+		}
+		wload.Check("fail: passing iteration", true)
 	default:
 		return fmt.Errorf("unknown MODE %q", mode)
 	}

@@ -8,6 +8,28 @@
 export declare function send(req: usize): i32;
 @external("wload:test/http@0.1.0", "batch")
 export declare function batch(reqs: usize, len: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "send-with")
+export declare function sendWith(reqAndOptions: usize): i32;
+@external("wload:test/http@0.1.0", "send-with-limits")
+export declare function sendWithLimits(reqOptionsAndLimits: usize): i32;
+@external("wload:test/http@0.1.0", "batch-with")
+export declare function batchWith(reqs: usize, len: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "batch-with-limits")
+export declare function batchWithLimits(reqs: usize, len: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "cookies")
+export declare function cookies(url: usize, urlLen: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "set-cookie")
+export declare function setCookie(url: usize, urlLen: i32, cookie: usize, cookieLen: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "clear-cookies")
+export declare function clearCookies(): void;
+@external("wload:test/http@0.1.0", "[method]response.header")
+export declare function responseHeader(self: i32, name: usize, nameLen: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "[method]response.proto")
+export declare function responseProto(self: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "[method]response.tls-version")
+export declare function responseTlsVersion(self: i32, ret: usize): void;
+@external("wload:test/http@0.1.0", "[method]response.redirects")
+export declare function responseRedirects(self: i32): i32;
 @external("wload:test/http@0.1.0", "[method]response.status")
 export declare function responseStatus(self: i32): i32;
 @external("wload:test/http@0.1.0", "[method]response.headers")

@@ -1,12 +1,16 @@
 // HTTP through the engine's instrumented client: a request builder,
-// `get`/`post`/`batch`, and responses read at once (status, timings, body)
-// whose engine handle is dropped before they are returned.
+// `get`/`post`/`batch`, per-request options and limits, the VU's cookie
+// jar, and responses whose body stays in the engine until it is read.
 
 import * as wit from "./bindings";
 import { RET, FieldList, utf8, liftStringAt, liftOptionStringAt, liftBytesAt, liftFieldsAt } from "./abi";
 
 /** `request` in the canonical ABI: 80 bytes, 8-aligned. */
 const REQUEST_SIZE: usize = 80;
+/** `tuple<request, request-options>`: the options (24 bytes, 4-aligned) at 80. */
+const WITH_SIZE: usize = 104;
+/** `tuple<request, request-options, request-limits>`: the limits (16 bytes, 8-aligned) at 104. */
+const WITH_LIMITS_SIZE: usize = 120;
 
 /** Where the time of one request went, in nanoseconds. */
 export class Timings {
@@ -24,63 +28,168 @@ export class Timings {
   }
 }
 
+/** A `(name, value)` pair: a header field or a cookie. */
+export class Field {
+  constructor(public name: string, public value: string) {}
+}
+
+/**
+ * The responses of the running export call, dropped when it returns
+ * (AssemblyScript has no destructors to drop one when it is unreachable).
+ */
+const open = new Array<Response>(0);
+
+/** Drop what the export call left open (called by test.ts). */
+export function releaseResponses(): void {
+  for (let i = 0; i < open.length; i++) open[i].close();
+  open.length = 0;
+}
+
+/**
+ * The engine's response: each getter asks the engine, and the body is
+ * copied into the test only by `body` or `text()`. A response lasts until
+ * the iteration (or setup, teardown) that sent it returns; `close()`
+ * releases it before then. Using it afterwards aborts.
+ */
 export class Response {
-  status: i32 = 0;
-  url: string = "";
+  private live: bool = true;
+  private bodyCopy: Uint8Array | null = null;
+  private names: string[] | null = null;
+  private values: string[] = [];
+
+  constructor(private handle: i32, private discard: bool) {
+    open.push(this);
+  }
+
+  private h(): i32 {
+    if (!this.live) abort("wload-as: a Response was used after close() or after the iteration that sent it");
+    return this.handle;
+  }
+
+  /** Return the response's body buffer to the engine; optional. */
+  close(): void {
+    if (this.live) {
+      this.live = false;
+      wit.responseDrop(this.handle);
+    }
+  }
+
+  /** HTTP status, 0 when no response arrived (see `error`). */
+  get status(): i32 {
+    return wit.responseStatus(this.h());
+  }
+  /** The URL of this response: after redirects, the last one. */
+  get url(): string {
+    wit.responseUrl(this.h(), RET);
+    return liftStringAt(RET);
+  }
   /** The network error or timeout, when there was one. */
-  error: string | null = null;
+  get error(): string | null {
+    wit.responseError(this.h(), RET);
+    return liftOptionStringAt(RET);
+  }
   /** k6-compatible error code, 0 when none. */
-  errorCode: u32 = 0;
+  get errorCode(): u32 {
+    return <u32>wit.responseErrorCode(this.h());
+  }
   /** Bytes received; known even when the body was discarded. */
-  bodyLength: u64 = 0;
-  /** The body (empty when discarded). */
-  body: Uint8Array = new Uint8Array(0);
-  timings: Timings = new Timings();
-  headerNames: string[] = [];
-  headerValues: string[] = [];
+  get bodyLength(): u64 {
+    return <u64>wit.responseBodyLen(this.h());
+  }
+  /** `HTTP/1.1` or `HTTP/2.0`; "" when no connection was made. */
+  get proto(): string {
+    wit.responseProto(this.h(), RET);
+    return liftStringAt(RET);
+  }
+  /** `tls1.2` or `tls1.3` over https, "" for plain HTTP. */
+  get tlsVersion(): string {
+    wit.responseTlsVersion(this.h(), RET);
+    return liftStringAt(RET);
+  }
+  /** How many redirects were followed to get this response. */
+  get redirects(): u32 {
+    return <u32>wit.responseRedirects(this.h());
+  }
+  get timings(): Timings {
+    wit.responseTimings(this.h(), RET);
+    const t = new Timings();
+    t.blocked = load<u64>(RET, 0);
+    t.connecting = load<u64>(RET, 8);
+    t.tlsHandshaking = load<u64>(RET, 16);
+    t.sending = load<u64>(RET, 24);
+    t.waiting = load<u64>(RET, 32);
+    t.receiving = load<u64>(RET, 40);
+    t.duration = load<u64>(RET, 48);
+    return t;
+  }
+
+  /** The body (empty when discarded), copied from the engine once. */
+  get body(): Uint8Array {
+    let body = this.bodyCopy;
+    if (body === null) {
+      const h = this.h();
+      if (this.discard) {
+        body = new Uint8Array(0);
+      } else {
+        wit.responseBody(h, RET);
+        body = liftBytesAt(RET);
+      }
+      this.bodyCopy = body;
+    }
+    return body;
+  }
 
   /** The body as UTF-8 text. */
   text(): string {
     return String.UTF8.decode(this.body.buffer);
   }
 
-  /** The first header named `name` (names are lower case). */
+  private readHeaders(): void {
+    if (this.names !== null) return;
+    const names: string[] = [];
+    wit.responseHeaders(this.h(), RET);
+    liftFieldsAt(RET, names, this.values);
+    this.names = names;
+  }
+
+  /** Header names in the order received, lower case; repeated fields stay apart. */
+  get headerNames(): string[] {
+    this.readHeaders();
+    return this.names!;
+  }
+  /** The values of `headerNames`, index for index. */
+  get headerValues(): string[] {
+    this.readHeaders();
+    return this.values;
+  }
+  /** Every header field in the order received. */
+  get headers(): Field[] {
+    const names = this.headerNames;
+    const out = new Array<Field>(0);
+    for (let i = 0; i < names.length; i++) out.push(new Field(names[i], this.values[i]));
+    return out;
+  }
+
+  /** The first header named `name` (case-insensitive). */
   header(name: string): string | null {
+    const n = utf8(name);
+    wit.responseHeader(this.h(), changetype<usize>(n), n.byteLength, RET);
+    return liftOptionStringAt(RET);
+  }
+
+  /** Every header named `name` (case-insensitive), in order. */
+  headerAll(name: string): string[] {
     const lower = name.toLowerCase();
-    for (let i = 0; i < this.headerNames.length; i++) {
-      if (this.headerNames[i] == lower) return this.headerValues[i];
-    }
-    return null;
+    const names = this.headerNames;
+    const out: string[] = [];
+    for (let i = 0; i < names.length; i++) if (names[i] == lower) out.push(this.values[i]);
+    return out;
   }
 }
 
-/** Read everything from the handle `h`, then drop it. */
-function readResponse(h: i32, discard: bool): Response {
-  const r = new Response();
-  r.status = wit.responseStatus(h);
-  r.errorCode = <u32>wit.responseErrorCode(h);
-  r.bodyLength = <u64>wit.responseBodyLen(h);
-  wit.responseUrl(h, RET);
-  r.url = liftStringAt(RET);
-  wit.responseError(h, RET);
-  r.error = liftOptionStringAt(RET);
-  wit.responseTimings(h, RET);
-  const t = r.timings;
-  t.blocked = load<u64>(RET, 0);
-  t.connecting = load<u64>(RET, 8);
-  t.tlsHandshaking = load<u64>(RET, 16);
-  t.sending = load<u64>(RET, 24);
-  t.waiting = load<u64>(RET, 32);
-  t.receiving = load<u64>(RET, 40);
-  t.duration = load<u64>(RET, 48);
-  wit.responseHeaders(h, RET);
-  liftFieldsAt(RET, r.headerNames, r.headerValues);
-  if (!discard) {
-    wit.responseBody(h, RET);
-    r.body = liftBytesAt(RET);
-  }
-  wit.responseDrop(h);
-  return r;
+/** An inclusive range of statuses: `new StatusRange(200, 299)`. */
+export class StatusRange {
+  constructor(public min: u16, public max: u16) {}
 }
 
 /** A request being built: `Request.get(url).header("accept", "text/html").send()`. */
@@ -94,6 +203,12 @@ export class Request {
   /** Nanoseconds; -1 for the engine's default (60 s). */
   timeoutNs: i64 = -1;
   discard: bool = false;
+  keep: bool = false;
+  /** Redirects to follow; -1 for the run's setting (10). */
+  redirectLimit: i64 = -1;
+  statuses: StatusRange[] | null = null;
+  /** Largest body kept, in bytes; -1 for the run's setting. */
+  bodyLimit: i64 = -1;
 
   constructor(public method: string, public url: string) {}
 
@@ -103,7 +218,20 @@ export class Request {
   static post(url: string): Request {
     return new Request("POST", url);
   }
+  static put(url: string): Request {
+    return new Request("PUT", url);
+  }
+  static patch(url: string): Request {
+    return new Request("PATCH", url);
+  }
+  static del(url: string): Request {
+    return new Request("DELETE", url);
+  }
+  static head(url: string): Request {
+    return new Request("HEAD", url);
+  }
 
+  /** Add a request header; repeated names are sent repeated. */
   header(name: string, value: string): Request {
     this.headerNames.push(name);
     this.headerValues.push(value);
@@ -139,32 +267,70 @@ export class Request {
   /** Count the response body without keeping it. */
   discardBody(): Request {
     this.discard = true;
+    this.keep = false;
+    return this;
+  }
+  /** Keep the body even when the run discards bodies (`--discard-response-bodies`). */
+  keepBody(): Request {
+    this.keep = true;
+    this.discard = false;
+    return this;
+  }
+  /** Follow at most `n` redirects (0: the 3xx response itself). */
+  maxRedirects(n: u32): Request {
+    this.redirectLimit = n;
+    return this;
+  }
+  /** The statuses that count as expected in `http_req_failed` (default 200-399); `[]` expects none. */
+  expectedStatuses(ranges: StatusRange[]): Request {
+    this.statuses = ranges;
+    return this;
+  }
+  /** Keep at most `n` bytes of body, on the wire and decoded (past it: 1060, 1702 decoded). */
+  maxBodySize(n: u64): Request {
+    this.bodyLimit = <i64>n;
     return this;
   }
 
+  /** Whether `request-options` are needed (`discard` fits in `request` itself). */
+  hasOptions(): bool {
+    return this.redirectLimit >= 0 || this.statuses !== null || this.keep;
+  }
+  hasLimits(): bool {
+    return this.bodyLimit >= 0;
+  }
+
+  /**
+   * Send the request and wait for the whole response, through the
+   * plainest import that carries what was set.
+   */
   send(): Response {
-    const lowered = new Lowered(this, heap.alloc(REQUEST_SIZE));
-    const h = wit.send(lowered.at);
+    const size = this.hasLimits() ? WITH_LIMITS_SIZE : this.hasOptions() ? WITH_SIZE : REQUEST_SIZE;
+    const at = heap.alloc(size);
+    const lowered = new Lowered(this, at, size);
+    const h =
+      size == WITH_LIMITS_SIZE ? wit.sendWithLimits(at) : size == WITH_SIZE ? wit.sendWith(at) : wit.send(at);
     lowered.free();
-    heap.free(lowered.at);
-    return readResponse(h, this.discard);
+    heap.free(at);
+    return new Response(h, this.discard);
   }
 }
 
-/** One request lowered at `at`, with the buffers it points to kept alive. */
+/** One request lowered at `at` (with its options and limits when `size` has room), the buffers it points to kept alive. */
 class Lowered {
   method: ArrayBuffer;
   url: ArrayBuffer;
   headers: FieldList;
   tags: FieldList;
   name: ArrayBuffer | null = null;
+  statuses: usize = 0;
 
-  constructor(r: Request, public at: usize) {
+  constructor(r: Request, at: usize, size: usize) {
     this.method = utf8(r.method);
     this.url = utf8(r.url);
     this.headers = new FieldList(r.headerNames, r.headerValues);
     this.tags = new FieldList(r.tagNames, r.tagValues);
-    memory.fill(at, 0, REQUEST_SIZE);
+    memory.fill(at, 0, size);
     store<u32>(at, changetype<usize>(this.method), 0);
     store<u32>(at, this.method.byteLength, 4);
     store<u32>(at, changetype<usize>(this.url), 8);
@@ -192,11 +358,44 @@ class Lowered {
       store<u64>(at, r.timeoutNs, 64);
     }
     store<u8>(at, r.discard ? 1 : 0, 72);
+    if (size >= WITH_SIZE) this.options(r, at + REQUEST_SIZE);
+    if (size >= WITH_LIMITS_SIZE && r.bodyLimit >= 0) {
+      store<u8>(at + WITH_SIZE, 1, 0);
+      store<u64>(at + WITH_SIZE, <u64>r.bodyLimit, 8);
+    }
+  }
+
+  /** `request-options` at `o`: option<u32> at 0, option<list<status-range>> at 8, option<body-mode> at 20. */
+  private options(r: Request, o: usize): void {
+    if (r.redirectLimit >= 0) {
+      store<u8>(o, 1, 0);
+      store<u32>(o, <u32>r.redirectLimit, 4);
+    }
+    const statuses = r.statuses;
+    if (statuses !== null) {
+      const n = statuses.length;
+      store<u8>(o, 1, 8);
+      if (n > 0) {
+        this.statuses = heap.alloc(<usize>n * 4);
+        for (let i = 0; i < n; i++) {
+          store<u16>(this.statuses + <usize>i * 4, statuses[i].min, 0);
+          store<u16>(this.statuses + <usize>i * 4, statuses[i].max, 2);
+        }
+      }
+      store<u32>(o, this.statuses, 12);
+      store<u32>(o, n, 16);
+    }
+    if (r.keep) {
+      store<u8>(o, 1, 20);
+      store<u8>(o, 0, 21);
+    }
   }
 
   free(): void {
     this.headers.free();
     this.tags.free();
+    if (this.statuses != 0) heap.free(this.statuses);
+    this.statuses = 0;
   }
 }
 
@@ -210,23 +409,74 @@ export function post(url: string, body: string): Response {
   return Request.post(url).text(body).send();
 }
 
-/** Send `requests` in parallel; responses come back in the same order. */
+/**
+ * Send `requests` in parallel; responses come back in the same order.
+ * The batch goes through the plainest import that carries what any of
+ * its requests set.
+ */
 export function batch(requests: Request[]): Response[] {
   const n = requests.length;
-  const base = heap.alloc(<usize>n * REQUEST_SIZE);
+  let size = REQUEST_SIZE;
+  for (let i = 0; i < n; i++) {
+    if (requests[i].hasLimits()) size = WITH_LIMITS_SIZE;
+    else if (requests[i].hasOptions() && size == REQUEST_SIZE) size = WITH_SIZE;
+  }
+  const base = heap.alloc(<usize>n * size);
   const lowered = new Array<Lowered>(0);
   for (let i = 0; i < n; i++) {
-    lowered.push(new Lowered(requests[i], base + <usize>i * REQUEST_SIZE));
+    lowered.push(new Lowered(requests[i], base + <usize>i * size, size));
   }
-  wit.batch(base, n, RET);
+  if (size == WITH_LIMITS_SIZE) wit.batchWithLimits(base, n, RET);
+  else if (size == WITH_SIZE) wit.batchWith(base, n, RET);
+  else wit.batch(base, n, RET);
   for (let i = 0; i < n; i++) lowered[i].free();
   heap.free(base);
   const handles: usize = load<u32>(RET);
   const count = load<u32>(RET, 4);
   const out = new Array<Response>(0);
   for (let i: u32 = 0; i < count; i++) {
-    out.push(readResponse(load<i32>(handles + <usize>i * 4), requests[i].discard));
+    out.push(new Response(load<i32>(handles + <usize>i * 4), requests[i].discard));
   }
   if (handles >= __heap_base) heap.free(handles);
   return out;
+}
+
+/**
+ * The VU's cookies that a request to `url` would send. The jar is the
+ * VU's own and lasts the whole run.
+ */
+export function cookies(url: string): Field[] {
+  const u = utf8(url);
+  wit.cookies(changetype<usize>(u), u.byteLength, RET);
+  const names: string[] = [];
+  const values: string[] = [];
+  liftFieldsAt(RET, names, values);
+  const out = new Array<Field>(0);
+  for (let i = 0; i < names.length; i++) out.push(new Field(names[i], values[i]));
+  return out;
+}
+
+/** The value of the cookie `name` that a request to `url` would send, or null. */
+export function cookie(url: string, name: string): string | null {
+  const all = cookies(url);
+  for (let i = 0; i < all.length; i++) if (all[i].name == name) return all[i].value;
+  return null;
+}
+
+/**
+ * Put a cookie into the VU's jar as if `url` had answered with
+ * `set-cookie: <cookie>` (`"session=abc; Path=/"`). Returns null, or the
+ * engine's reason when `url` or `cookie` cannot be parsed.
+ */
+export function setCookie(url: string, cookie: string): string | null {
+  const u = utf8(url);
+  const c = utf8(cookie);
+  wit.setCookie(changetype<usize>(u), u.byteLength, changetype<usize>(c), c.byteLength, RET);
+  if (load<u8>(RET) == 0) return null;
+  return liftStringAt(RET + 4);
+}
+
+/** Empty the VU's cookie jar. */
+export function clearCookies(): void {
+  wit.clearCookies();
 }

@@ -1,9 +1,11 @@
 // The world's exports (`options`, `setup`, `functions`, `iteration`,
 // `teardown`), `cabi_realloc` and the post-return functions, dispatching
-// to the functions a test registers with `test`.
+// to the functions a test registers with `test`. Each call that runs test
+// code drops the responses it left open before it returns.
 
 import { RET, lowerOwned, release } from "./abi";
 import * as wit from "./bindings";
+import { releaseResponses } from "./http";
 
 export type IterationFn = (data: string | null) => void;
 export type SetupFn = () => string | null;
@@ -86,6 +88,7 @@ export function setup(): usize {
   memory.fill(EXPORT_RET, 0, 16);
   if (fn !== null) {
     const result = fn();
+    releaseResponses();
     if (result !== null) {
       store<u8>(EXPORT_RET, 1, 4);
       lowerOwned(result, EXPORT_RET + 8);
@@ -136,6 +139,7 @@ export function iteration(execPtr: usize, execLen: usize): usize {
   }
   if (fn === null) return resultUnit(`this test has no entry point named "${exec}"`);
   fn(setupData());
+  releaseResponses();
   return resultUnit(null);
 }
 
@@ -146,6 +150,7 @@ export function cabi_post_iteration(ret: usize): void {
 export function teardown(): usize {
   const fn = test.teardownFn;
   if (fn !== null) fn(setupData());
+  releaseResponses();
   return resultUnit(null);
 }
 

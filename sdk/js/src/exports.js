@@ -4,6 +4,7 @@
 // a function evaluating the script here.
 
 import { markRunning, vu } from './host.js';
+import { releaseResponses } from './http.js';
 import './index.js';
 
 /** Exports that are not entry points a scenario can `exec`. */
@@ -66,15 +67,16 @@ export function makeExports(load) {
       return options === undefined ? '' : JSON.stringify(options);
     },
     setup() {
-      let result;
       try {
         const script = module();
         if (typeof script.setup !== 'function') return undefined;
-        result = script.setup();
+        const result = script.setup();
+        return result === undefined ? undefined : JSON.stringify(result);
       } catch (e) {
         throw errorText(e);
+      } finally {
+        releaseResponses();
       }
-      return result === undefined ? undefined : JSON.stringify(result);
     },
     functions() {
       const script = orPanic(module);
@@ -94,6 +96,8 @@ export function makeExports(load) {
         fn(data());
       } catch (e) {
         throw errorText(e);
+      } finally {
+        releaseResponses();
       }
     },
     teardown() {
@@ -103,6 +107,8 @@ export function makeExports(load) {
         script.teardown(data());
       } catch (e) {
         throw errorText(e);
+      } finally {
+        releaseResponses();
       }
     },
   };

@@ -1,7 +1,7 @@
 // `import http from 'wload/http'`: k6's http module over the engine's
-// instrumented client. Responses are read eagerly (status, headers, body,
-// timings) and their host handle released at once, so a script can keep
-// responses around without holding engine buffers. Per-request options
+// instrumented client. Responses are read lazily: a field is asked of the
+// engine when the script first uses it, so a body nobody reads never
+// crosses into the guest (see `Response`). Per-request options
 // beyond the 0.1.0 `request` record (redirects, expected statuses) go
 // through `send-with`/`batch-with`, and limits (`maxBodySize`) through
 // `send-with-limits`/`batch-with-limits`, only when a script sets them.
@@ -23,43 +23,232 @@ function timings(t) {
   };
 }
 
-/** k6 header objects: names in Canonical-Case, last value wins. */
+/** k6 header names: Canonical-Case. */
 function canonical(name) {
   return name.replace(/(^|-)([a-z])/g, (_m, dash, c) => dash + c.toUpperCase());
 }
 
-/** A response as k6 shows it (plus `body_length`, a wload extension). */
+/**
+ * The responses whose engine handle is still open. `releaseResponses`
+ * (called by exports.js when the engine's call ends) drops them, so a
+ * script that never reads a body never copies it out of the engine, and
+ * no handle outlives the iteration that made it.
+ */
+const open = new Set();
+
+/** Drop every open handle; what was not read by then is gone. */
+export function releaseResponses() {
+  for (const r of open) r._release();
+  open.clear();
+}
+
+/** `Set-Cookie` fields as k6's `res.cookies`: `{name: [{name, value, …}]}`. */
+function cookiesOf(fields) {
+  const out = {};
+  for (const [k, v] of fields) {
+    if (k !== 'set-cookie') continue;
+    const [pair, ...attrs] = v.split(';');
+    const eq = pair.indexOf('=');
+    if (eq <= 0) continue;
+    const c = {
+      name: pair.slice(0, eq).trim(),
+      value: pair.slice(eq + 1).trim(),
+      domain: '',
+      path: '',
+      http_only: false,
+      secure: false,
+      max_age: 0,
+      expires: 0,
+    };
+    for (const attr of attrs) {
+      const at = attr.indexOf('=');
+      const key = (at < 0 ? attr : attr.slice(0, at)).trim().toLowerCase();
+      const val = at < 0 ? '' : attr.slice(at + 1).trim();
+      if (key === 'domain') c.domain = val;
+      else if (key === 'path') c.path = val;
+      else if (key === 'httponly') c.http_only = true;
+      else if (key === 'secure') c.secure = true;
+      else if (key === 'max-age') c.max_age = Number.parseInt(val, 10) || 0;
+      else if (key === 'expires') c.expires = Date.parse(val) || 0;
+    }
+    (out[c.name] ??= []).push(c);
+  }
+  return out;
+}
+
+/**
+ * A response as k6 shows it (plus `body_length` and `redirects`, wload's
+ * own). Each field is asked of the engine on first use and kept: a body
+ * the script never reads stays in the engine. Reading the body reads the
+ * rest too and drops the handle, which returns the engine's buffer; an
+ * unread response is dropped when the iteration (or setup, teardown) that
+ * made it ends.
+ */
 export class Response {
   constructor(handle, request) {
-    this.status = handle.status();
-    this.url = handle.url();
-    this.error = handle.error() ?? '';
-    this.error_code = handle.errorCode();
-    this.timings = timings(handle.timings());
-    this.headers = {};
-    for (const [k, v] of handle.headers()) this.headers[canonical(k)] = v;
-    /** Bytes received, also known when the body was discarded. */
-    this.body_length = Number(handle.bodyLen());
-    /** `HTTP/1.1` or `HTTP/2.0`; "" when no response came. */
-    this.proto = handle.proto();
-    /** `tls1.2`/`tls1.3`, "" for plain HTTP. */
-    this.tls_version = handle.tlsVersion();
-    /** Redirects followed to get this response (a wload extension). */
-    this.redirects = handle.redirects();
-    this.body = request.bodyMode === 'discard' ? null : handle.text();
+    this._handle = handle;
+    this._discard = request.bodyMode === 'discard';
+    this._fields = {};
     this.request = { method: request.method, url: request.url };
-    // Release the engine's buffer now rather than at some later GC.
+    open.add(this);
+  }
+
+  /** Drop the engine's handle (its buffer goes back to the engine's pool). */
+  _release() {
+    const handle = this._handle;
+    if (handle === undefined) return;
+    this._handle = undefined;
+    open.delete(this);
     if (typeof handle[Symbol.dispose] === 'function') handle[Symbol.dispose]();
+  }
+
+  /** The field `key`, read through `read(handle)` the first time. */
+  _field(key, read) {
+    if (key in this._fields) return this._fields[key];
+    if (this._handle === undefined) {
+      throw new Error(
+        `res.${key} of ${this.request.method} ${this.request.url} was not read in the iteration that sent it: ` +
+          'wload releases responses when their iteration ends, so read what a later iteration needs before then',
+      );
+    }
+    const value = read(this._handle);
+    this._fields[key] = value;
+    return value;
+  }
+
+  get status() {
+    return this._field('status', (h) => h.status());
+  }
+  get url() {
+    return this._field('url', (h) => h.url());
+  }
+  get error() {
+    return this._field('error', (h) => h.error() ?? '');
+  }
+  get error_code() {
+    return this._field('error_code', (h) => h.errorCode());
+  }
+  get timings() {
+    return this._field('timings', (h) => timings(h.timings()));
+  }
+  /** Canonical-Case names; repeated fields joined with ", ", as k6 does. */
+  get headers() {
+    return this._field('headers', () => {
+      const out = {};
+      for (const [k, v] of this._headerList()) {
+        const name = canonical(k);
+        out[name] = name in out ? `${out[name]}, ${v}` : v;
+      }
+      return out;
+    });
+  }
+  /** The cookies this response set, by name (k6's `res.cookies`). */
+  get cookies() {
+    return this._field('cookies', () => cookiesOf(this._headerList()));
+  }
+  /** Bytes received, also known when the body was discarded. */
+  get body_length() {
+    return this._field('body_length', (h) => Number(h.bodyLen()));
+  }
+  /** `HTTP/1.1` or `HTTP/2.0`; "" when no response came. */
+  get proto() {
+    return this._field('proto', (h) => h.proto());
+  }
+  /** `tls1.2`/`tls1.3`, "" for plain HTTP. */
+  get tls_version() {
+    return this._field('tls_version', (h) => h.tlsVersion());
+  }
+  /** Redirects followed to get this response (a wload extension). */
+  get redirects() {
+    return this._field('redirects', (h) => h.redirects());
+  }
+  /** The body as text; `null` with `responseType: 'none'`. */
+  get body() {
+    if (this._discard) return null;
+    if ('body' in this._fields) return this._fields.body;
+    const body = this._field('body', (h) => h.text());
+    // Whoever reads the body reads the response: keep the rest and free
+    // the engine's buffer now rather than at the end of the iteration.
+    for (const key of FIELDS) void this[key];
+    this._release();
+    return body;
+  }
+
+  // Scripts may overwrite fields, as they can on k6's plain objects.
+  set status(v) {
+    this._fields.status = v;
+  }
+  set url(v) {
+    this._fields.url = v;
+  }
+  set error(v) {
+    this._fields.error = v;
+  }
+  set error_code(v) {
+    this._fields.error_code = v;
+  }
+  set timings(v) {
+    this._fields.timings = v;
+  }
+  set headers(v) {
+    this._fields.headers = v;
+  }
+  set cookies(v) {
+    this._fields.cookies = v;
+  }
+  set body_length(v) {
+    this._fields.body_length = v;
+  }
+  set proto(v) {
+    this._fields.proto = v;
+  }
+  set tls_version(v) {
+    this._fields.tls_version = v;
+  }
+  set redirects(v) {
+    this._fields.redirects = v;
+  }
+  set body(v) {
+    this._discard = false;
+    this._fields.body = v;
+  }
+
+  /** The raw `(name, value)` fields, read once for `headers` and `cookies`. */
+  _headerList() {
+    return this._field('_headerList', (h) => h.headers());
   }
 
   /** The body parsed as JSON; with a selector `a.b`, that member. */
   json(selector) {
-    if (this.body === null) throw new Error(`the body of ${this.url} was discarded (responseType: "none")`);
-    let v = JSON.parse(this.body);
+    const body = this.body;
+    if (body === null) throw new Error(`the body of ${this.url} was discarded (responseType: "none")`);
+    let v = JSON.parse(body);
     if (selector) for (const part of String(selector).split('.')) v = v == null ? undefined : v[part];
     return v;
   }
+
+  /** Every field, as `JSON.stringify(res)` shows a k6 response. */
+  toJSON() {
+    const out = { request: this.request, body: this.body };
+    for (const key of FIELDS) out[key] = this[key];
+    return out;
+  }
 }
+
+/** The fields besides `body`, read with it. */
+const FIELDS = [
+  'status',
+  'url',
+  'error',
+  'error_code',
+  'timings',
+  'headers',
+  'cookies',
+  'body_length',
+  'proto',
+  'tls_version',
+  'redirects',
+];
 
 function encodeBody(body, headers) {
   if (body === undefined || body === null) return undefined;
@@ -153,10 +342,13 @@ function buildRequest(method, url, body, params = {}) {
   if (redirects !== undefined && !(Number.isInteger(redirects) && redirects >= 0)) {
     throw new Error(`redirects must be a whole number >= 0, not ${JSON.stringify(redirects)}`);
   }
+  // An explicit `responseType: 'text'` keeps the body against the run's
+  // `discardResponseBodies`, as in k6.
+  const keep = params.responseType === 'text' || params.responseType === 'binary';
   const opts =
-    expected === undefined && redirects === undefined
+    expected === undefined && redirects === undefined && !keep
       ? null
-      : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: undefined };
+      : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: keep ? 'keep' : undefined };
   const maxBodySize = params.maxBodySize;
   if (maxBodySize !== undefined && !(Number.isSafeInteger(maxBodySize) && maxBodySize >= 0)) {
     throw new Error(`maxBodySize must be a whole number of bytes >= 0, not ${JSON.stringify(maxBodySize)}`);

@@ -52,10 +52,11 @@ Object.defineProperty(globalThis, '__ENV', {
     {},
     {
       get(_target, key) {
-        return typeof key === 'string' ? vu.env(key) : undefined;
+        // An unset variable is `undefined`, as in k6, however the bindings render `none`.
+        return typeof key === 'string' ? (vu.env(key) ?? undefined) : undefined;
       },
       has(_target, key) {
-        return typeof key === 'string' && vu.env(key) !== undefined;
+        return typeof key === 'string' && vu.env(key) != null;
       },
     },
   ),

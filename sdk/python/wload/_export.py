@@ -12,6 +12,7 @@ from typing import Any, List, Optional
 from componentize_py_types import Err
 
 from . import _host
+from .http import _release_all
 from wit_world.imports import vu as _vu
 
 # Module attributes that are not entry points a scenario can `exec`.
@@ -26,11 +27,14 @@ def _error_text(e: BaseException) -> str:
 
 def run(fn, *args) -> Any:
     """Call an entry point of the test (or plugin); an exception becomes
-    the error the engine logs, and the VU goes on."""
+    the error the engine logs, and the VU goes on. The responses it left
+    unread are released when it returns."""
     try:
         return fn(*args)
     except Exception as e:
         raise Err(_error_text(e)) from None
+    finally:
+        _release_all()
 
 
 def make(test: ModuleType) -> type:

@@ -1,11 +1,11 @@
 """HTTP through the engine's instrumented client.
 
-`http.get(url)` returns a `Response` whose status, headers, timings and body
-were read at once; the engine's buffer is released before the call returns.
+`http.get(url)` returns a `Response` whose fields are read from the engine
+when first used: a body the test never reads is never copied into it.
 Network errors do not raise: `status` is 0 and `error` says why, as in k6.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import json as _json
 from typing import Any, Optional
 
@@ -28,30 +28,166 @@ class Timings:
     duration: float
 
 
-@dataclass
+class Headers:
+    """Response header fields in the order received, names lower case.
+    Repeated fields (`set-cookie`) stay apart: `headers["set-cookie"]` is
+    the first, `headers.get_all("set-cookie")` every one, and `items()`
+    every `(name, value)` pair. Lookups ignore case."""
+
+    def __init__(self, fields: list[tuple[str, str]]):
+        self._fields = list(fields)
+
+    def get(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        """The first field named `name`, or `default`."""
+        name = name.lower()
+        for k, v in self._fields:
+            if k == name:
+                return v
+        return default
+
+    def get_all(self, name: str) -> list[str]:
+        """Every field named `name`, in order."""
+        name = name.lower()
+        return [v for k, v in self._fields if k == name]
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._fields)
+
+    def keys(self) -> list[str]:
+        """The names, each once, in order of first appearance."""
+        return list(dict.fromkeys(k for k, _ in self._fields))
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def __repr__(self) -> str:
+        return f"Headers({self._fields!r})"
+
+
+# Responses whose engine handle is still open; `_release_all` (called when
+# the engine's call into the test ends) drops them.
+_open: list["Response"] = []
+
+
+def _release_all() -> None:
+    """Drop every open handle; what was not read by then is gone."""
+    for r in _open:
+        r._release()
+    _open.clear()
+
+
+_UNSET = object()
+
+
 class Response:
-    status: int
-    url: str
-    headers: dict[str, str]
-    timings: Timings
-    error: Optional[str]
-    error_code: int
-    body_length: int
-    """Bytes received; known even when the body was discarded."""
-    content: Optional[bytes] = field(repr=False)
-    """The body, or None when it was discarded."""
-    proto: str = ""
-    """`HTTP/1.1` or `HTTP/2.0`; "" when no response came."""
-    tls_version: str = ""
-    """`tls1.2`/`tls1.3`; "" for plain HTTP."""
-    redirects: int = 0
-    """Redirects followed to get this response."""
+    """A response. Each field is asked of the engine on first use and kept,
+    so a body the test never reads stays in the engine. Reading the body
+    (`content`, `text`, `json()`) reads the rest too and drops the handle,
+    returning the engine's buffer; an unread response is dropped when the
+    iteration (or setup, teardown) that sent it ends."""
+
+    def __init__(self, handle: _wit.Response, req: _wit.Request):
+        self._handle: Optional[_wit.Response] = handle
+        self._discard = req.body_mode == _wit.BodyMode.DISCARD
+        self._what = f"{req.method} {req.url}"
+        self._cache: dict[str, Any] = {}
+        _open.append(self)
+
+    def _release(self) -> None:
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            handle.__exit__(None, None, None)
+
+    def _field(self, key: str, read) -> Any:
+        value = self._cache.get(key, _UNSET)
+        if value is not _UNSET:
+            return value
+        if self._handle is None:
+            raise RuntimeError(
+                f"{key} of the response to {self._what} was not read in the iteration that sent it: "
+                "wload releases responses when their iteration ends, so read what a later iteration needs before then"
+            )
+        value = read(self._handle)
+        self._cache[key] = value
+        return value
+
+    @property
+    def status(self) -> int:
+        return self._field("status", lambda h: h.status())
+
+    @property
+    def url(self) -> str:
+        return self._field("url", lambda h: h.url())
+
+    @property
+    def headers(self) -> Headers:
+        return self._field("headers", lambda h: Headers(h.headers()))
+
+    @property
+    def timings(self) -> Timings:
+        return self._field("timings", lambda h: _timings(h.timings()))
+
+    @property
+    def error(self) -> Optional[str]:
+        return self._field("error", lambda h: h.error())
+
+    @property
+    def error_code(self) -> int:
+        return self._field("error_code", lambda h: h.error_code())
+
+    @property
+    def body_length(self) -> int:
+        """Bytes received; known even when the body was discarded."""
+        return self._field("body_length", lambda h: h.body_len())
+
+    @property
+    def proto(self) -> str:
+        """`HTTP/1.1` or `HTTP/2.0`; "" when no response came."""
+        return self._field("proto", lambda h: h.proto())
+
+    @property
+    def tls_version(self) -> str:
+        """`tls1.2`/`tls1.3`; "" for plain HTTP."""
+        return self._field("tls_version", lambda h: h.tls_version())
+
+    @property
+    def redirects(self) -> int:
+        """Redirects followed to get this response."""
+        return self._field("redirects", lambda h: h.redirects())
+
+    @property
+    def content(self) -> Optional[bytes]:
+        """The body, or None when it was discarded."""
+        if self._discard:
+            return None
+        if "content" in self._cache:
+            return self._cache["content"]
+        body = self._field("content", lambda h: h.body())
+        # Whoever reads the body reads the response: keep the rest and free
+        # the engine's buffer now rather than at the end of the iteration.
+        for key in _FIELDS:
+            getattr(self, key)
+        self._release()
+        return body
 
     @property
     def text(self) -> str:
-        if self.content is None:
-            raise ValueError(f"the body of {self.url} was discarded (discard_body=True)")
-        return self.content.decode("utf-8", errors="replace")
+        content = self.content
+        if content is None:
+            raise ValueError(f"the body of {self._what} was discarded (discard_body=True)")
+        return content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
         return _json.loads(self.text)
@@ -59,6 +195,14 @@ class Response:
     @property
     def ok(self) -> bool:
         return 200 <= self.status < 400
+
+    def __repr__(self) -> str:
+        return f"<Response {self._what}: {self._cache.get('status', '?')}>"
+
+
+# The fields besides the body, read with it.
+_FIELDS = ("status", "url", "headers", "timings", "error", "error_code", "body_length",
+           "proto", "tls_version", "redirects")
 
 
 def _timings(t: _wit.Timings) -> Timings:
@@ -71,24 +215,6 @@ def _timings(t: _wit.Timings) -> Timings:
         receiving=t.receiving / _NS_PER_MS,
         duration=t.duration / _NS_PER_MS,
     )
-
-
-def _read(handle: _wit.Response, req: _wit.Request) -> Response:
-    with handle:  # drops the handle, returning the engine's buffer
-        discard = req.body_mode == _wit.BodyMode.DISCARD
-        return Response(
-            status=handle.status(),
-            url=handle.url(),
-            headers=dict(handle.headers()),
-            timings=_timings(handle.timings()),
-            error=handle.error(),
-            error_code=handle.error_code(),
-            body_length=handle.body_len(),
-            content=None if discard else handle.body(),
-            proto=handle.proto(),
-            tls_version=handle.tls_version(),
-            redirects=handle.redirects(),
-        )
 
 
 @dataclass
@@ -105,6 +231,9 @@ class Request:
     timeout: Optional[float] = None
     """Seconds."""
     discard_body: bool = False
+    keep_body: bool = False
+    """Keep the body even when the run discards bodies
+    (`--discard-response-bodies`)."""
     max_redirects: Optional[int] = None
     """Redirects to follow (the run's default is 10); 0 returns the 3xx."""
     expected_statuses: Optional[list] = None
@@ -117,7 +246,7 @@ class Request:
 
     def _options(self) -> Optional[_wit.RequestOptions]:
         """The WIT options beyond `request`, or None when none is set."""
-        if self.max_redirects is None and self.expected_statuses is None:
+        if self.max_redirects is None and self.expected_statuses is None and not self.keep_body:
             return None
         expected = None
         if self.expected_statuses is not None:
@@ -126,7 +255,9 @@ class Request:
                 lo, hi = (s, s) if isinstance(s, int) else s
                 expected.append(_wit.StatusRange(min=int(lo), max=int(hi)))
         return _wit.RequestOptions(
-            max_redirects=self.max_redirects, expected_statuses=expected, body_mode=None
+            max_redirects=self.max_redirects,
+            expected_statuses=expected,
+            body_mode=_wit.BodyMode.KEEP if self.keep_body else None,
         )
 
     def _limits(self) -> Optional[_wit.RequestLimits]:
@@ -181,7 +312,7 @@ def request(method: str, url: str, **kwargs: Any) -> Response:
         handle = _wit.send_with(req, opts)
     else:
         handle = _wit.send(req)
-    return _read(handle, req)
+    return Response(handle, req)
 
 
 def get(url: str, **kwargs: Any) -> Response:
@@ -223,7 +354,7 @@ def batch(requests: list[Request]) -> list[Response]:
         handles = _wit.batch(reqs)
     else:
         handles = _wit.batch_with([(r, o or _no_options()) for r, o in zip(reqs, opts)])
-    return [_read(h, r) for h, r in zip(handles, reqs)]
+    return [Response(h, r) for h, r in zip(handles, reqs)]
 
 
 def cookies(url: str) -> dict[str, str]:

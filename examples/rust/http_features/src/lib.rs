@@ -17,6 +17,19 @@
 //!   arrives whole.
 //! - `sdk`: query, form, multipart and JSON bodies through `/echo`.
 //! - `keep`: with `--discard-response-bodies`, a request that keeps its body.
+//! - `options`: a batch whose requests have options of their own
+//!   (`batch-with`): one follows no redirect, one expects its 404, one not.
+//! - `repeated`: the two `set-cookie` fields of one response stay apart.
+//! - `lazy`: `/bytes/${LAZY_BYTES}` (default 60 MiB) answered, its length
+//!   and timings read, its body not (with `-e READ=1`, read too).
+//! - `metrics`: one custom metric of each kind, tagged and not.
+//! - `groups`: requests and checks in a group and in a group inside it.
+//! - `vu`: the VU's id, iteration, scenario, `-e` variables, the setup
+//!   data, a log line and a sleep.
+//! - `fail`: every second iteration fails with a message.
+//!
+//! docs/parity.md lists these modes; tests/e2e/parity.rs runs each in
+//! every language and compares the runs with this one.
 
 use wload_sdk::http::{self, Multipart};
 use wload_sdk::prelude::*;
@@ -24,6 +37,12 @@ use wload_sdk::prelude::*;
 struct Features {
     base: String,
     mode: String,
+    /// Iterations this VU has run, kept by the test itself.
+    done: u64,
+    counter: Counter,
+    gauge: Gauge,
+    rate: Rate,
+    trend: Trend,
 }
 
 impl Features {
@@ -40,10 +59,21 @@ impl Test for Features {
         Features {
             base: vu::env_or("BASE_URL", "http://127.0.0.1:8080"),
             mode: vu::env_or("MODE", "proto"),
+            done: 0,
+            counter: Counter::new("parity_counter"),
+            gauge: Gauge::new("parity_gauge"),
+            rate: Rate::new("parity_rate"),
+            trend: Trend::time("parity_trend"),
         }
     }
 
+    fn setup() -> Result<Option<Value>> {
+        Ok(Some(json!({"token": "t0k3n"})))
+    }
+
     fn iteration(&mut self) -> Result<()> {
+        let done = self.done;
+        self.done += 1;
         match self.mode.as_str() {
             "proto" => {
                 let res = http::get(&self.url("/proto"));
@@ -235,6 +265,92 @@ impl Test for Features {
                 );
                 let kept = Request::get(self.url("/bytes/100")).keep_body().send();
                 check("keep: kept on request", kept.body().len() == 100);
+            }
+            "options" => {
+                let res = http::batch(vec![
+                    Request::get(self.url("/redirect/1")).max_redirects(0),
+                    Request::get(self.url("/status/404")).expected_statuses(&[(404, 404)]),
+                    Request::get(self.url("/status/404")),
+                ]);
+                let statuses: Vec<u16> = res.iter().map(Response::status).collect();
+                check("options: each its own", statuses == [302, 404, 404]);
+                check("options: redirect not followed", res[0].redirects() == 0);
+            }
+            "repeated" => {
+                let res = Request::get(self.url("/cookies/set?session=abc&theme=dark"))
+                    .max_redirects(0)
+                    .send();
+                let set: Vec<String> = res
+                    .headers()
+                    .into_iter()
+                    .filter(|(k, _)| k == "set-cookie")
+                    .map(|(_, v)| v)
+                    .collect();
+                check(
+                    "repeated: both set-cookie fields",
+                    set.len() == 2
+                        && set[0].starts_with("session=abc")
+                        && set[1].starts_with("theme=dark"),
+                );
+                check(
+                    "repeated: Header is the first",
+                    res.header("Set-Cookie").as_ref() == set.first(),
+                );
+            }
+            "lazy" => {
+                let n: u64 = vu::env_or("LAZY_BYTES", "62914560").parse()?;
+                let res = http::get(&self.url(&format!("/bytes/{n}")));
+                check("lazy: answered", res.status() == 200);
+                check("lazy: length known", res.body_len() == n);
+                check("lazy: timed", res.timings().duration > Duration::ZERO);
+                if vu::env_or("READ", "") == "1" {
+                    check("lazy: body read", res.body().len() as u64 == n);
+                }
+            }
+            "metrics" => {
+                self.counter.add_tagged(1.0, &[("kind", "a")]);
+                self.counter.add(2.0);
+                self.gauge.set((done + 1) as f64);
+                self.rate.add_tagged(true, &[("kind", "a")]);
+                self.rate.add(false);
+                self.rate.add(true);
+                self.trend.add_tagged(10.0, &[("kind", "a")]);
+                self.trend.add(20.0);
+                check("metrics: recorded", true);
+            }
+            "groups" => {
+                group("outer", || {
+                    let res = http::get(&self.url("/bytes/10"));
+                    check("groups: outer answered", res.body_len() == 10);
+                    group("inner", || {
+                        let res = http::get(&self.url("/bytes/20"));
+                        check("groups: inner answered", res.body_len() == 20);
+                    });
+                });
+                check("groups: outside", true);
+            }
+            "vu" => {
+                check("vu: id", vu::id() >= 1);
+                check("vu: iteration", vu::iteration() == done);
+                check("vu: scenario", vu::scenario() == "default");
+                check("vu: env", vu::env_or("PARITY", "") == "yes");
+                check(
+                    "vu: env unset",
+                    vu::env_or("PARITY_UNSET", "unset") == "unset",
+                );
+                let data = vu::setup_data_value();
+                check(
+                    "vu: setup data",
+                    data.is_some_and(|d| d["token"] == "t0k3n"),
+                );
+                vu::info(&format!("parity: vu {} iteration {done}", vu::id()));
+                sleep(Duration::from_millis(10));
+            }
+            "fail" => {
+                if done % 2 == 1 {
+                    return Err("parity: deliberate failure".into());
+                }
+                check("fail: passing iteration", true);
             }
             other => return Err(format!("unknown MODE {other:?}").into()),
         }
