@@ -33,3 +33,4 @@ mod rest_crud;
 mod results;
 mod service;
 mod validation;
+mod worlds;

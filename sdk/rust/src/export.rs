@@ -89,22 +89,35 @@ pub fn setup<T: Test>() -> Result<Option<String>, String> {
         .map_err(error_text)
 }
 
-pub fn functions<T: Test>() -> Vec<String> {
-    std::iter::once("default")
-        .chain(T::functions().iter().copied().filter(|f| *f != "default"))
-        .map(str::to_owned)
-        .collect()
+/// The entry points in the order `functions()` gives them: `default`
+/// first.
+fn entries<T: Test>() -> impl Iterator<Item = &'static str> {
+    std::iter::once("default").chain(T::functions().iter().copied().filter(|f| *f != "default"))
 }
 
-pub fn iteration<T: Test>(exec: String) -> Result<(), String> {
+pub fn functions<T: Test>() -> Vec<String> {
+    entries::<T>().map(str::to_owned).collect()
+}
+
+/// One iteration of the entry point `functions()[entry]`.
+pub fn iteration<T: Test>(entry: u32) -> Result<(), String> {
     install_panic_hook();
+    let Some(name) = usize::try_from(entry)
+        .ok()
+        .and_then(|i| entries::<T>().nth(i))
+    else {
+        return Err(format!(
+            "this test has no entry point number {entry}; it exports {}",
+            functions::<T>().join(", ")
+        ));
+    };
     STATE.with(|cell| {
         let mut slot = cell.borrow_mut();
         let state = slot.get_or_insert_with(|| Box::new(T::new()));
         let test = state
             .downcast_mut::<T>()
             .expect("one test type per component");
-        test.exec(&exec).map_err(error_text)
+        test.exec(name).map_err(error_text)
     })
 }
 
@@ -137,10 +150,8 @@ macro_rules! export_test {
             fn functions() -> ::std::vec::Vec<::std::string::String> {
                 $crate::__private::functions::<$test>()
             }
-            fn iteration(
-                exec: ::std::string::String,
-            ) -> ::std::result::Result<(), ::std::string::String> {
-                $crate::__private::iteration::<$test>(exec)
+            fn iteration(entry: u32) -> ::std::result::Result<(), ::std::string::String> {
+                $crate::__private::iteration::<$test>(entry)
             }
             fn teardown() -> ::std::result::Result<(), ::std::string::String> {
                 $crate::__private::teardown::<$test>()

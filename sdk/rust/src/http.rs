@@ -41,67 +41,128 @@ impl From<wit::Timings> for Timings {
     }
 }
 
+/// Why a request failed (its [`ErrorKind`]) and what the engine saw.
+pub use wit::{ErrorKind, HttpError};
+
+impl ErrorKind {
+    /// k6's error code of this kind (`res.error_code` in k6).
+    pub fn code(self) -> u32 {
+        match self {
+            ErrorKind::Generic => 1000,
+            ErrorKind::InvalidUrl => 1020,
+            ErrorKind::Timeout => 1050,
+            ErrorKind::BodyTooLarge => 1060,
+            ErrorKind::Interrupted => 1070,
+            ErrorKind::Dns => 1100,
+            ErrorKind::NoIp => 1101,
+            ErrorKind::BlockedIp => 1110,
+            ErrorKind::BlockedHostname => 1111,
+            ErrorKind::Tcp => 1200,
+            ErrorKind::BrokenPipe => 1201,
+            ErrorKind::Dial => 1210,
+            ErrorKind::DialTimeout => 1211,
+            ErrorKind::ConnectionRefused => 1212,
+            ErrorKind::ConnectionReset => 1220,
+            ErrorKind::Tls => 1300,
+            ErrorKind::TlsUnknownAuthority => 1310,
+            ErrorKind::TlsHostname => 1311,
+            ErrorKind::Http2 => 1600,
+            ErrorKind::Http2Goaway => 1610,
+            ErrorKind::Http2Stream => 1630,
+            ErrorKind::Http2Connection => 1650,
+            ErrorKind::Decompression => 1701,
+            ErrorKind::DecodedTooLarge => 1702,
+        }
+    }
+}
+
 /// A response. The body stays in the engine until [`Response::body`],
 /// [`Response::text`] or [`Response::json`] copies it in; dropping the
-/// response releases the engine's buffer.
-pub struct Response(wit::Response);
+/// response releases the engine's buffer. Its status, error and body
+/// length came with it: reading them costs no call to the engine.
+pub struct Response {
+    status: u16,
+    error: Option<HttpError>,
+    body_len: u64,
+    handle: wit::Response,
+}
+
+impl From<wit::Sent> for Response {
+    fn from(sent: wit::Sent) -> Self {
+        Response {
+            status: sent.status,
+            error: sent.error,
+            body_len: sent.body_len,
+            handle: sent.response,
+        }
+    }
+}
 
 impl Response {
     /// HTTP status, 0 when the request failed before a response arrived.
     pub fn status(&self) -> u16 {
-        self.0.status()
+        self.status
     }
     /// The first header named `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<String> {
-        self.0.header(name)
+        self.handle.header(name)
     }
-    /// All headers, names in lower case.
+    /// All headers, names in lower case, repeated fields included.
     pub fn headers(&self) -> Vec<(String, String)> {
-        self.0.headers()
+        self.handle.headers()
     }
     /// Where the time went.
     pub fn timings(&self) -> Timings {
-        self.0.timings().into()
+        self.handle.timings().into()
     }
     /// The network error or timeout, when there was one.
     pub fn error(&self) -> Option<String> {
-        self.0.error()
+        self.error.as_ref().map(|e| e.message.clone())
     }
-    /// k6-compatible error code, 0 when none.
+    /// What kind of failure [`Response::error`] was.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        self.error.as_ref().map(|e| e.kind)
+    }
+    /// k6-compatible error code: the failure's ([`ErrorKind::code`]),
+    /// else 1000 + status for a 4xx/5xx response, else 0.
     pub fn error_code(&self) -> u32 {
-        self.0.error_code()
+        match &self.error {
+            Some(e) => e.kind.code(),
+            None if self.status >= 400 => 1000 + u32::from(self.status),
+            None => 0,
+        }
     }
     /// Body length in bytes, known even when the body was discarded.
     pub fn body_len(&self) -> u64 {
-        self.0.body_len()
+        self.body_len
     }
     /// The body bytes.
     pub fn body(&self) -> Vec<u8> {
-        self.0.body()
+        self.handle.body()
     }
     /// The body as text (lossy UTF-8).
     pub fn text(&self) -> String {
-        self.0.text()
+        self.handle.text()
     }
     /// The body parsed as JSON.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T> {
-        Ok(serde_json::from_slice(&self.0.body())?)
+        Ok(serde_json::from_slice(&self.handle.body())?)
     }
     /// The URL of this response (after redirects, the last one).
     pub fn url(&self) -> String {
-        self.0.url()
+        self.handle.url()
     }
     /// `HTTP/1.1` or `HTTP/2.0`; empty when no connection was made.
     pub fn proto(&self) -> String {
-        self.0.proto()
+        self.handle.proto()
     }
     /// `tls1.2` or `tls1.3` over https, empty otherwise.
     pub fn tls_version(&self) -> String {
-        self.0.tls_version()
+        self.handle.tls_version()
     }
     /// How many redirects were followed to get this response.
     pub fn redirects(&self) -> u32 {
-        self.0.redirects()
+        self.handle.redirects()
     }
 }
 
@@ -109,8 +170,8 @@ impl std::fmt::Debug for Response {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Response")
             .field("url", &self.url())
-            .field("status", &self.status())
-            .field("error", &self.error())
+            .field("status", &self.status)
+            .field("error", &self.error)
             .finish()
     }
 }
@@ -120,7 +181,6 @@ impl std::fmt::Debug for Response {
 pub struct Request {
     req: wit::Request,
     opts: wit::RequestOptions,
-    limits: wit::RequestLimits,
 }
 
 impl Request {
@@ -134,15 +194,12 @@ impl Request {
                 body: None,
                 tags: Vec::new(),
                 name: None,
-                timeout: None,
-                body_mode: BodyMode::Keep,
             },
             opts: wit::RequestOptions {
+                timeout: None,
                 max_redirects: None,
                 expected_statuses: None,
                 body_mode: None,
-            },
-            limits: wit::RequestLimits {
                 max_body_size: None,
             },
         }
@@ -213,19 +270,17 @@ impl Request {
     }
     /// Give up after `timeout` (default 60 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.req.timeout = Some(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
+        self.opts.timeout = Some(u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX));
         self
     }
     /// Read and count the response body without keeping it.
     pub fn discard_body(mut self) -> Self {
-        self.req.body_mode = BodyMode::Discard;
         self.opts.body_mode = Some(BodyMode::Discard);
         self
     }
     /// Keep the response body even when the run discards bodies
     /// (`--discard-response-bodies`).
     pub fn keep_body(mut self) -> Self {
-        self.req.body_mode = BodyMode::Keep;
         self.opts.body_mode = Some(BodyMode::Keep);
         self
     }
@@ -247,29 +302,15 @@ impl Request {
     }
     /// Keep at most `bytes` of the response body, on the wire and once
     /// decoded (the run's default: `--max-response-body-size`, 64 MiB).
-    /// Past it the request fails with error code 1060 (1702 decoded).
+    /// Past it the request fails with [`ErrorKind::BodyTooLarge`]
+    /// ([`ErrorKind::DecodedTooLarge`] once decoded).
     pub fn max_body_size(mut self, bytes: u64) -> Self {
-        self.limits.max_body_size = Some(bytes);
+        self.opts.max_body_size = Some(bytes);
         self
-    }
-    fn has_options(&self) -> bool {
-        let o = &self.opts;
-        o.max_redirects.is_some() || o.expected_statuses.is_some() || o.body_mode.is_some()
-    }
-    fn has_limits(&self) -> bool {
-        self.limits.max_body_size.is_some()
     }
     /// Send the request and wait for the whole response.
     pub fn send(self) -> Response {
-        // The plainest call that carries what was set, so that a test
-        // only imports what it uses.
-        if self.has_limits() {
-            Response(wit::send_with_limits(&self.req, &self.opts, self.limits))
-        } else if self.has_options() {
-            Response(wit::send_with(&self.req, &self.opts))
-        } else {
-            Response(wit::send(&self.req))
-        }
+        wit::send(&self.req, &self.opts).into()
     }
 }
 
@@ -287,23 +328,9 @@ pub fn post(url: &str, body: impl Into<Vec<u8>>) -> Response {
 /// The run's `--batch` and `--batch-per-host` bound how many are in
 /// flight.
 pub fn batch(requests: Vec<Request>) -> Vec<Response> {
-    if requests.iter().any(Request::has_limits) {
-        let reqs: Vec<(wit::Request, wit::RequestOptions, wit::RequestLimits)> = requests
-            .into_iter()
-            .map(|r| (r.req, r.opts, r.limits))
-            .collect();
-        return wit::batch_with_limits(&reqs)
-            .into_iter()
-            .map(Response)
-            .collect();
-    }
-    if requests.iter().any(Request::has_options) {
-        let reqs: Vec<(wit::Request, wit::RequestOptions)> =
-            requests.into_iter().map(|r| (r.req, r.opts)).collect();
-        return wit::batch_with(&reqs).into_iter().map(Response).collect();
-    }
-    let reqs: Vec<wit::Request> = requests.into_iter().map(|r| r.req).collect();
-    wit::batch(&reqs).into_iter().map(Response).collect()
+    let reqs: Vec<(wit::Request, wit::RequestOptions)> =
+        requests.into_iter().map(|r| (r.req, r.opts)).collect();
+    wit::batch(&reqs).into_iter().map(Response::from).collect()
 }
 
 /// The VU's cookies that a request to `url` would send, `(name, value)`.

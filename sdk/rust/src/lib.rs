@@ -3,9 +3,9 @@
 //! A test is a type implementing [`Test`], exported with [`export_test!`],
 //! built with `cargo build --target wasm32-wasip2 --release` and run with
 //! `wload run target/wasm32-wasip2/release/<name>.wasm`. Everything here is
-//! a thin layer over the WIT world `wload:test` (see `wit/test.wit`): the
-//! engine does the HTTP, timing and metrics; this crate makes it read like
-//! Rust.
+//! a thin layer over the WIT world `wload:test@0.2.0` (see
+//! `wit/test-0.2/test.wit`): the engine does the HTTP, timing and metrics;
+//! this crate makes it read like Rust.
 //!
 //! ```ignore
 //! use wload_sdk::prelude::*;
@@ -32,12 +32,12 @@ pub mod vu;
 
 mod export;
 
-/// The bindings generated from `wit/test.wit`. Prefer the modules of this
-/// crate; these are here for what they do not cover.
+/// The bindings generated from `wit/test-0.2/test.wit`. Prefer the
+/// modules of this crate; these are here for what they do not cover.
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
-        world: "test",
+        path: "../../wit/test-0.2",
+        world: "wload:test/test@0.2.0",
         pub_export_macro: true,
         export_macro_name: "__export_world",
         default_bindings_module: "wload_sdk::bindings",
@@ -57,7 +57,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What most tests need, in one `use`.
 pub mod prelude {
-    pub use crate::http::{self, Request, Response};
+    pub use crate::http::{self, ErrorKind, Request, Response};
     pub use crate::metrics::{Counter, Gauge, Rate, Trend};
     pub use crate::vu::{self, sleep};
     pub use crate::{Result, Test, Value, check, check_tagged, group, json};

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use wasmtime::Store;
-use wload_engine::component::{Cache, CompiledTest};
-use wload_engine::host::{self, RunShared, Test, VuScenario, VuState};
+use wload_engine::component::{Cache, CompiledTest, VersionedTest};
+use wload_engine::host::{self, RunShared, VuScenario, VuState};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
 use wload_http::{BodyPool, Client, ClientConfig};
 use wload_metrics::{Recorder, Registry, TagSet};
@@ -21,7 +21,7 @@ pub use guests::built_guest as guest;
 /// One VU: its store and instance.
 pub struct BenchVu {
     pub store: Store<VuState>,
-    pub test: Test,
+    pub test: VersionedTest,
 }
 
 impl BenchVu {

@@ -1,7 +1,8 @@
 //! Loading a test: recognising the file, compiling it once (cached on disk
 //! by content hash), checking that it is a test of the `wload:test` world
-//! or a plugin of the `wload:scenario` one, and reading what the pool must
-//! provide for one instance.
+//! (0.1 or 0.2, told apart in [`world`]) or a plugin of the
+//! `wload:scenario` one, and reading what the pool must provide for one
+//! instance.
 //!
 //! Core modules carrying the world's metadata (what the AssemblyScript and
 //! Go SDKs build) are turned into components first, in [`core`], WASI
@@ -13,6 +14,7 @@
 mod cache;
 mod core;
 mod wasip1;
+mod world;
 
 use std::path::{Path, PathBuf};
 
@@ -22,15 +24,19 @@ use wasmtime::{Engine, Precompiled};
 
 pub use cache::Cache;
 pub use core::has_component_metadata;
+pub use world::{Entries, VersionedPre, VersionedTest, World};
 
 use crate::WasmtimeResult;
-use crate::host::{self, TestPre};
+use crate::host::{self, v0_2};
 use crate::plugin::compose::{self, Library};
 use crate::plugin::{self, GuestKind, GuestPre, Param, PluginPre};
 use crate::sandbox::InstanceNeeds;
 
-/// The world every test must target.
+/// The first world of tests, which the engine keeps running.
 pub const WORLD: &str = "wload:test/test@0.1.0";
+
+/// The worlds a test may target, for messages.
+pub const WORLDS: &str = "wload:test/test@0.2.0 (or wload:test/test@0.1.0)";
 
 /// What a file turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +77,11 @@ pub struct CompiledTest {
     pub needs: InstanceNeeds,
     /// A test or a plugin.
     pub kind: GuestKind,
+    /// The test world's version a test targets (0.1 for a plugin, whose
+    /// world imports 0.1's interfaces).
+    pub world: World,
+    /// A 0.2 test's entry points, once the run asked them.
+    entries: Entries,
 }
 
 impl CompiledTest {
@@ -139,11 +150,11 @@ impl CompiledTest {
             }
             FileKind::CoreModule => bail!(
                 "{name} is a core WebAssembly module, not a component, and carries no component metadata; expected a component of the world \
-                 {WORLD}: build Rust tests with `cargo build --target wasm32-wasip2` (not wasm32-unknown-unknown or wasm32-wasip1), \
+                 {WORLDS}: build Rust tests with `cargo build --target wasm32-wasip2` (not wasm32-unknown-unknown or wasm32-wasip1), \
                  AssemblyScript tests with `npx wload-as build`, Go tests with `go run wload/sdk/cmd/wload-go build`"
             ),
             FileKind::NotWasm => bail!(
-                "{name} is not a WebAssembly file; expected a component of the world {WORLD} \
+                "{name} is not a WebAssembly file; expected a component of the world {WORLDS} \
                  (a `.wasm` built for wasm32-wasip2) or a `.cwasm` from `wload compile`"
             ),
         };
@@ -152,7 +163,7 @@ impl CompiledTest {
                 "{name} cannot be loaded (a .cwasm must come from this version of `wload compile`)"
             )
         })?;
-        let kind = check_world(engine, &component)
+        let (kind, world) = check_world(engine, &component)
             .with_context(|| format!("{name} is not a wload test or plugin"))?;
         let needs = match component.resources_required() {
             Some(r) => InstanceNeeds {
@@ -172,6 +183,8 @@ impl CompiledTest {
             cwasm: std::sync::Arc::new(cwasm),
             needs,
             kind,
+            world,
+            entries: Entries::default(),
         })
     }
 
@@ -182,7 +195,7 @@ impl CompiledTest {
     }
 
     /// Pre-linked instance factory of a test for `engine`.
-    pub fn instance_pre(&self, engine: &Engine) -> Result<TestPre<host::VuState>> {
+    pub fn instance_pre(&self, engine: &Engine) -> Result<VersionedPre> {
         if self.kind == GuestKind::Plugin {
             bail!(
                 "{} is a plugin (a component of {}), not a test: only tests are taken here; \
@@ -194,7 +207,7 @@ impl CompiledTest {
         let component = self.component(engine)?;
         let linker = host::linker(engine)?;
         let pre = linker.instantiate_pre(&component).anyhow()?;
-        TestPre::new(pre).anyhow()
+        VersionedPre::new(pre, self.world, self.entries.clone())
     }
 
     /// Pre-linked instance factory of the test or the plugin for
@@ -202,7 +215,14 @@ impl CompiledTest {
     pub fn guest_pre(&self, engine: &Engine, params: Vec<Param>) -> Result<GuestPre> {
         let component = self.component(engine)?;
         let pre = host::linker(engine)?.instantiate_pre(&component).anyhow()?;
-        GuestPre::new(pre, self.kind, params)
+        match self.kind {
+            GuestKind::Test => Ok(GuestPre::Test(VersionedPre::new(
+                pre,
+                self.world,
+                self.entries.clone(),
+            )?)),
+            GuestKind::Plugin => GuestPre::plugin(pre, params),
+        }
     }
 
     /// Pre-linked instance factory of the plugin, for `describe`.
@@ -230,8 +250,8 @@ fn deserialize(engine: &Engine, cwasm: &[u8]) -> Result<Component> {
 
 /// Check imports and exports against the worlds, with one-line errors:
 /// a component exporting `describe` is held to the plugin world, any
-/// other to the test world.
-fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
+/// other to the test world of the version it imports.
+fn check_world(engine: &Engine, component: &Component) -> Result<(GuestKind, World)> {
     let is_plugin = component
         .component_type()
         .exports(engine)
@@ -239,7 +259,7 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
     let worlds = if is_plugin {
         format!("the world {}", plugin::WORLD)
     } else {
-        format!("the world {WORLD} (or, for a plugin, {})", plugin::WORLD)
+        format!("the world {WORLDS} (or, for a plugin, {})", plugin::WORLD)
     };
     let linker = host::linker(engine)?;
     let pre = linker.instantiate_pre(component).map_err(|e| {
@@ -256,7 +276,7 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
         }
         anyhow::anyhow!(
             "it imports something wload does not provide ({}); expected a component of {worlds} \
-             (imports: wload:test/http, checks, metrics, vu and WASI 0.2)",
+             (imports: wload:test/types, http, checks, metrics, vu and WASI 0.2)",
             one_line(&e.to_string())
         )
     })?;
@@ -269,9 +289,17 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
                 one_line(&format!("{e:#}"))
             )
         })?;
-        return Ok(GuestKind::Plugin);
+        return Ok((GuestKind::Plugin, World::V0_1));
     }
-    TestPre::new(pre).map_err(|e| {
+    // A test importing none of wload's interfaces is held to whichever
+    // world its exports match, 0.2 first.
+    let imported = World::of_imports(engine, component);
+    let world = match imported {
+        Some(world) => world,
+        None if v0_2::TestPre::new(pre.clone()).is_ok() => World::V0_2,
+        None => World::V0_1,
+    };
+    VersionedPre::new(pre, world, Entries::default()).map_err(|e| {
         // A library plugin exports interfaces and no entry point.
         let interfaces: Vec<String> = component
             .component_type()
@@ -291,13 +319,18 @@ fn check_world(engine: &Engine, component: &Component) -> Result<GuestKind> {
                 interfaces.join(", ")
             );
         }
+        // Named by its imports, or else either world will do.
+        let expected = match imported {
+            Some(world) => world.name(),
+            None => WORLDS,
+        };
         anyhow::anyhow!(
-            "its exports do not match the world {WORLD} ({}); a test exports options, setup, functions, \
+            "its exports do not match the world {expected} ({}); a test exports options, setup, functions, \
              iteration and teardown (the SDKs' export macros do this)",
             one_line(&format!("{e:#}"))
         )
     })?;
-    Ok(GuestKind::Test)
+    Ok((GuestKind::Test, world))
 }
 
 /// `s` with its whitespace runs (line breaks too) as single spaces.

@@ -133,7 +133,7 @@ impl VuState {
         self.conns.begin_iteration(self.iteration, drop_idle);
     }
 
-    async fn send_one(
+    pub(super) async fn send_one(
         &mut self,
         req: wit::Request,
         opts: Option<wit::RequestOptions>,
@@ -183,7 +183,7 @@ impl VuState {
         self.finish(resp, name, &tags)
     }
 
-    async fn send_many(
+    pub(super) async fn send_many(
         &mut self,
         reqs: Vec<Guest>,
     ) -> wasmtime::Result<Vec<Resource<HttpResponse>>> {
@@ -254,7 +254,7 @@ impl VuState {
     /// that the host calls of the others are what they were without it
     /// but for one `Option` check.
     #[inline(never)]
-    fn send_paced(
+    pub(super) fn send_paced(
         &mut self,
         req: wit::Request,
         opts: Option<wit::RequestOptions>,
@@ -273,7 +273,10 @@ impl VuState {
     /// [`VuState::send_many`] once the run's `rps` has a slot for each of
     /// its requests (see [`VuState::send_paced`]).
     #[inline(never)]
-    fn send_many_paced(&mut self, reqs: Vec<Guest>) -> Boxed<'_, Vec<Resource<HttpResponse>>> {
+    pub(super) fn send_many_paced(
+        &mut self,
+        reqs: Vec<Guest>,
+    ) -> Boxed<'_, Vec<Resource<HttpResponse>>> {
         Box::pin(async move {
             if let Some(limit) = &self.shared.rps
                 && !reqs.is_empty()

@@ -2,7 +2,8 @@
 //!
 //! One file per interface of `wit/test.wit` (`http`, `checks`, `metrics`,
 //! `vu`), each implementing the trait `bindgen!` generates for it on
-//! [`VuState`], the data of a VU's store. State shared by the run (the
+//! [`VuState`], the data of a VU's store. [`v0_2`] serves the same
+//! functions to tests of `wload:test@0.2.0`, over these. State shared by the run (the
 //! recorder, the HTTP client, `-e` variables, setup data) is behind
 //! [`RunShared`]; everything else is per VU, so no host call takes a
 //! run-wide lock.
@@ -17,6 +18,7 @@ mod group;
 mod http;
 mod metrics;
 mod record;
+pub mod v0_2;
 mod vu;
 
 use crate::stop::StopSignal;
@@ -243,11 +245,13 @@ impl WasiView for VuState {
     }
 }
 
-/// The linker with WASI and the wload interfaces, for `engine`.
+/// The linker with WASI and the wload interfaces (0.1 and 0.2), for
+/// `engine`.
 pub fn linker(engine: &Engine) -> Result<Linker<VuState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     Test::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
+    v0_2::add_to_linker(&mut linker)?;
     Ok(linker)
 }
 

@@ -26,8 +26,8 @@ use wload_http::{BodyPool, Client, ClientConfig, EgressPolicy};
 use wload_metrics::{Recorder, Registry, TagSet};
 
 use crate::WasmtimeResult;
-use crate::component::CompiledTest;
-use crate::host::{self, RunShared, Test, TestPre, VuScenario, VuState};
+use crate::component::{CompiledTest, VersionedPre, VersionedTest};
+use crate::host::{self, RunShared, VuScenario, VuState};
 use crate::sandbox::Sandbox;
 
 wasmtime::component::bindgen!({
@@ -65,7 +65,8 @@ pub enum GuestKind {
 /// Pre-linked instance factory of a test or of a configured plugin.
 #[derive(Clone)]
 pub enum GuestPre {
-    Test(TestPre<VuState>),
+    /// Of either version of the test world.
+    Test(VersionedPre),
     Plugin {
         pre: PluginPre<VuState>,
         /// The run's parameters, checked, given to every instance.
@@ -75,20 +76,18 @@ pub enum GuestPre {
 
 /// One instance of a test or a plugin in a store.
 pub enum Guest {
-    Test(Test),
+    Test(VersionedTest),
     Plugin(Plugin),
 }
 
 impl GuestPre {
-    /// For a plugin, `params` are what `configure` gets (already checked
-    /// against its description); a test takes none.
-    pub fn new(pre: InstancePre<VuState>, kind: GuestKind, params: Vec<Param>) -> Result<Self> {
-        Ok(match kind {
-            GuestKind::Test => GuestPre::Test(TestPre::new(pre).anyhow()?),
-            GuestKind::Plugin => GuestPre::Plugin {
-                pre: PluginPre::new(pre).anyhow()?,
-                params: Arc::new(params),
-            },
+    /// A plugin's, whose instances get `params` in `configure` (already
+    /// checked against its description). A test's is
+    /// [`CompiledTest::guest_pre`]'s to make: it knows the test's world.
+    pub fn plugin(pre: InstancePre<VuState>, params: Vec<Param>) -> Result<Self> {
+        Ok(GuestPre::Plugin {
+            pre: PluginPre::new(pre).anyhow()?,
+            params: Arc::new(params),
         })
     }
 
@@ -96,9 +95,7 @@ impl GuestPre {
     /// run's parameters before it is returned.
     pub async fn instantiate_async(&self, store: &mut Store<VuState>) -> Result<Guest> {
         match self {
-            GuestPre::Test(pre) => Ok(Guest::Test(
-                pre.instantiate_async(&mut *store).await.anyhow()?,
-            )),
+            GuestPre::Test(pre) => Ok(Guest::Test(pre.instantiate_async(&mut *store).await?)),
             GuestPre::Plugin { pre, params } => {
                 let plugin = pre.instantiate_async(&mut *store).await.anyhow()?;
                 plugin

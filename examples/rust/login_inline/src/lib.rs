@@ -8,7 +8,26 @@
 //! wload run login_inline.wasm --vus 10 --duration 30s -e BASE_URL=http://127.0.0.1:8080
 //! ```
 
-use wload_sdk::bindings::wload::test::{checks, http};
+/// The flow's imports: `wload:test@0.1.0`'s `http` and `checks`, which
+/// the plugin is built against, bound here as the plugin binds them (the
+/// test itself uses the SDK, on 0.2), so that this component imports what
+/// the composition of login and session does.
+mod v0_1 {
+    wit_bindgen::generate!({
+        path: "../../../wit",
+        inline: "package wload:login-inline;
+                 world imports {
+                     import wload:test/http@0.1.0;
+                     import wload:test/checks@0.1.0;
+                 }",
+        world: "wload:login-inline/imports",
+        // The interfaces are of another package than the inline world.
+        generate_all,
+    });
+    pub use self::wload::test::{checks, http};
+}
+
+use v0_1::{checks, http};
 
 #[path = "../../../../plugins/session/src/flow.rs"]
 mod flow;
