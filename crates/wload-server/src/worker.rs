@@ -142,9 +142,9 @@ async fn run(dir: &Path) -> Result<u8> {
         env_options: Default::default(),
         params: Vec::new(),
         with: Vec::new(),
-        // The tenant's egress policy bounds every host; a confined plugin
-        // is still held to the hosts and env it declares.
-        grants: Grants::everything(),
+        // A confined plugin's hosts must be inside the tenant's egress
+        // policy, and it is held to them and to the env it declares.
+        grants: Grants::tenant(&job.egress),
         config_file: Some(options_file),
         env: job.env.clone().into_iter().collect(),
         limits: SandboxLimits {
