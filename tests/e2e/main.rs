@@ -31,4 +31,5 @@ mod report;
 mod rest_crud;
 mod results;
 mod service;
+mod service_plugins;
 mod validation;
