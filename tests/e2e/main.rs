@@ -32,5 +32,6 @@ mod report;
 mod rest_crud;
 mod results;
 mod service;
+mod service_plugins;
 mod validation;
 mod worlds;

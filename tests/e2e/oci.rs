@@ -4,7 +4,9 @@
 //! plugin is pushed, pulled into a fresh folder with the lock file
 //! written, and the pulled file is run against the target server; a moved
 //! tag, a tampered blob and a wrong login are refused; a pull by digest
-//! and a restore from the lock file give the pinned bytes back.
+//! and a restore from the lock file give the pinned bytes back. The
+//! session library plugin makes the same trip and is composed, pulled,
+//! into a test.
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -390,4 +392,71 @@ fn a_registry_login_comes_from_the_environment_or_docker_config() {
         ),
         &["is a test, not a plugin"],
     );
+}
+
+/// A library plugin (the session flow: it exports an interface and has no
+/// description) is pushed, pulled into a fresh folder with the lock file
+/// written, described by `wload plugin info`, and the pulled file is
+/// composed from there into the Rust login example, which logs in through
+/// it against the target server.
+#[test]
+fn a_library_plugin_is_pushed_pulled_and_composed_into_a_test() {
+    let dir = scratch("oci-library");
+    let registry = Registry::start(&dir, false);
+    let original = plugin("session");
+    let bytes = std::fs::read(&original).expect("the built plugin");
+    let tag = registry.url("wload/session:0.1.0");
+
+    let out = wload_plugin(
+        &dir,
+        &["push", original.to_str().expect("path"), &tag, "--insecure"],
+        &[],
+    );
+    let pushed = ok(&out);
+    assert!(
+        pushed.starts_with(&format!("{}@sha256:", registry.url("wload/session"))),
+        "push printed {pushed:?}"
+    );
+    assert!(
+        stderr(&out).contains("pushed the library plugin wload:session 0.1.0"),
+        "{}",
+        stderr(&out)
+    );
+
+    let fresh = dir.join("fresh");
+    std::fs::create_dir_all(&fresh).expect("mkdir");
+    ok(&wload_plugin(&fresh, &["pull", &tag, "--insecure"], &[]));
+    let pulled = fresh.join("session.wasm");
+    assert_eq!(std::fs::read(&pulled).expect("pulled file"), bytes);
+    assert_eq!(
+        pinned(&fresh.join("wload.lock"), &tag),
+        pushed
+            .rsplit_once('@')
+            .map(|(_, d)| d.to_owned())
+            .expect("a digest")
+    );
+    let info = ok(&wload_plugin(&fresh, &["info", "session.wasm"], &[]));
+    assert!(info.contains("wload:session/login@0.1.0"), "{info}");
+
+    let server = server();
+    let mut cmd = wload();
+    cmd.current_dir(&fresh)
+        .arg("run")
+        .arg(support::guest("login"))
+        .args(["--with", "session.wasm", "--vus", "1", "--iterations", "5"])
+        .arg("-e")
+        .arg(format!("BASE_URL={}", server.base_url()))
+        .arg("--quiet");
+    let run = support::run_exporting(cmd, &fresh.join("summary.json"), LIMIT);
+    assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
+    assert_eq!(run.check("login is 200"), (1, 0));
+    assert_eq!(run.check("me is the logged-in user"), (5, 0));
+    let sessions = &server.stats.sessions;
+    assert_eq!(sessions.logins(), 1, "logins the server saw");
+    assert_eq!(
+        sessions.authorized(),
+        5,
+        "authenticated calls the server saw"
+    );
+    assert_eq!(sessions.unauthorized(), 0);
 }

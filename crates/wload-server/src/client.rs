@@ -36,6 +36,9 @@ pub struct RemoteRun {
     /// The merged k6 options (flags over `WLOAD_*` over `--config`).
     pub options: Map<String, Value>,
     pub env: BTreeMap<String, String>,
+    /// A plugin's parameters, `@FILE`s read (the service cannot read the
+    /// user's files); checked by the service against the plugin.
+    pub params: BTreeMap<String, String>,
     pub quiet: bool,
     pub no_summary: bool,
     pub summary_export: Option<PathBuf>,
@@ -190,7 +193,10 @@ fn service_error(status: StatusCode, v: &Value) -> String {
 pub async fn run(args: RemoteRun) -> Result<u8> {
     let remote = Remote::new(&args.server, &args.token)?;
     let test = upload(&remote, &args.test).await?;
-    let body = json!({"test": test, "options": args.options, "env": args.env});
+    let mut body = json!({"test": test, "options": args.options, "env": args.env});
+    if !args.params.is_empty() {
+        body["params"] = json!(args.params);
+    }
     let (status, run) = remote
         .json(
             Method::POST,

@@ -27,6 +27,11 @@ pub struct Job {
     pub options: Map<String, Value>,
     /// `__ENV` of the test.
     pub env: BTreeMap<String, String>,
+    /// A plugin's parameters, as text (the client read any `@file`): the
+    /// worker checks them against the plugin's description. A test takes
+    /// none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
     /// Linear memory of one VU, in bytes.
     pub memory_per_vu: u64,
     /// CPU time of one guest call, in milliseconds.

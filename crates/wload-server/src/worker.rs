@@ -20,6 +20,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use wload_engine::component::{Cache, CompiledTest};
 use wload_engine::executor::Segment;
 use wload_engine::plugin::caps::Grants;
+use wload_engine::plugin::params::RawParam;
+use wload_engine::plugin::{self, GuestKind};
 use wload_engine::rate::RpsCap;
 use wload_engine::run::{self, ExitError, RunHandle, RunOptions, RunPlan, TestSource};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
@@ -39,7 +41,7 @@ pub async fn main(args: &[String]) -> Result<u8> {
             let memory = memory
                 .parse()
                 .context("the memory per VU must be a number")?;
-            compile(Path::new(wasm), Path::new(cache), memory)?;
+            compile(Path::new(wasm), Path::new(cache), memory).await?;
             Ok(0)
         }
         _ => bail!(
@@ -49,8 +51,9 @@ pub async fn main(args: &[String]) -> Result<u8> {
     }
 }
 
-/// Check and compile an upload into the cache, for VUs of `memory` bytes.
-fn compile(wasm: &Path, cache: &Path, memory: u64) -> Result<()> {
+/// Check and compile an upload (a test or a scenario plugin) into the
+/// cache, for VUs of `memory` bytes.
+async fn compile(wasm: &Path, cache: &Path, memory: u64) -> Result<()> {
     let bytes = std::fs::read(wasm).with_context(|| format!("cannot read {}", wasm.display()))?;
     let probe = Sandbox::probe(SandboxLimits {
         memory,
@@ -64,7 +67,16 @@ fn compile(wasm: &Path, cache: &Path, memory: u64) -> Result<()> {
     )?;
     // Links against the world now, so that a test importing what wload
     // does not provide is refused at upload rather than at its first run.
-    compiled.instance_pre(&probe.engine)?;
+    compiled.guest_pre(&probe.engine, Vec::new())?;
+    if compiled.kind == GuestKind::Plugin {
+        // A plugin that cannot say what it takes could never be run: its
+        // describe() runs here, in this process, with no address to
+        // contact; the guest timeout cuts one that loops.
+        let _ticker = probe.start_ticker();
+        plugin::describe(&compiled, &probe)
+            .await
+            .context("the plugin cannot describe itself")?;
+    }
     Ok(())
 }
 
@@ -88,6 +100,10 @@ async fn run(dir: &Path) -> Result<u8> {
     if job.paused {
         options.insert("paused".into(), serde_json::Value::Bool(true));
     }
+    // The API refuses these (they name files, which here would be the
+    // service's); a job must never make the worker read a file by name.
+    options.remove("params");
+    options.remove("with");
     let options_file = dir.join("options.json");
     std::fs::write(&options_file, serde_json::to_vec(&options)?)
         .context("cannot write the run's options")?;
@@ -140,11 +156,15 @@ async fn run(dir: &Path) -> Result<u8> {
         },
         cli_options: Default::default(),
         env_options: Default::default(),
-        params: Vec::new(),
+        params: job
+            .params
+            .iter()
+            .map(|(name, text)| RawParam::literal(name, text))
+            .collect(),
         with: Vec::new(),
-        // The tenant's egress policy bounds every host; a confined plugin
-        // is still held to the hosts and env it declares.
-        grants: Grants::everything(),
+        // A confined plugin's hosts must be inside the tenant's egress
+        // policy, and it is held to them and to the env it declares.
+        grants: Grants::tenant(&job.egress),
         config_file: Some(options_file),
         env: job.env.clone().into_iter().collect(),
         limits: SandboxLimits {

@@ -1,9 +1,9 @@
 //! Plugin capabilities: what a plugin of the world
 //! `wload:scenario/confined-plugin` (wit/scenario.wit) declares it reaches
 //! outside its sandbox (hosts, env names), checked against what the run
-//! grants (`--allow-host`, `--allow-env`; everything in `wload serve`,
-//! where the tenant's egress policy is the grant), and the confinement the
-//! plugin then runs under.
+//! grants (`--allow-host`, `--allow-env`; in `wload serve` the tenant's
+//! egress policy, which every declared host must be inside), and the
+//! confinement the plugin then runs under.
 //!
 //! A plugin is someone else's code: the person running it should see, and
 //! agree to, where it sends traffic before it sends any (as Deno's
@@ -174,17 +174,56 @@ pub struct Grants {
     pub hosts: Vec<HostGrant>,
     /// `--allow-env`.
     pub env: Vec<String>,
-    /// Whatever the plugin declares (`wload serve`: the tenant's egress
-    /// policy bounds the hosts, and the run's env is the tenant's own).
-    pub everything: bool,
+    /// `wload serve`: the tenant's egress policy is the grant. Every
+    /// declared host must be inside it (a plugin is refused at start
+    /// rather than left to fail every request), and every declared env
+    /// name is granted, since the run's env is the tenant's own.
+    pub tenant: Option<EgressPolicy>,
 }
 
 impl Grants {
-    pub fn everything() -> Grants {
+    /// The grants of a run on `wload serve` for a tenant of `policy`.
+    pub fn tenant(policy: &EgressPolicy) -> Grants {
         Grants {
-            everything: true,
+            tenant: Some(policy.clone()),
             ..Grants::default()
         }
+    }
+}
+
+/// Whether every connection `want` allows, the tenant's `policy` allows
+/// too: an `allow` rule covers it, and no `blockHostnames` pattern or
+/// `blacklistIPs` network takes part of it away.
+fn tenant_covers(policy: &EgressPolicy, want: &AllowRule) -> bool {
+    let blocked = match want {
+        AllowRule::Host { pattern, .. } => {
+            let want = pattern.to_string();
+            policy.block_hostnames.iter().any(|b| {
+                let block = b.to_string();
+                // Two patterns overlap when one's suffix ends the other.
+                match (block.strip_prefix('*'), want.strip_prefix('*')) {
+                    (Some(bs), Some(ws)) => bs.ends_with(ws) || ws.ends_with(bs),
+                    (Some(_), None) => b.matches(&want),
+                    (None, Some(ws)) => block.ends_with(ws),
+                    (None, None) => block == want,
+                }
+            })
+        }
+        // Networks nest or are apart.
+        AllowRule::Net { net, .. } => policy
+            .blacklist_ips
+            .iter()
+            .any(|b| b.covers(net) || net.covers(b)),
+    };
+    if blocked {
+        return false;
+    }
+    match &policy.allow {
+        Some(rules) => rules.iter().any(|g| rule_covers(g, want)),
+        // Any target but the special ranges: a name is covered, an
+        // address only where special ranges are not denied (what is
+        // special inside a network is not worth guessing at here).
+        None => matches!(want, AllowRule::Host { .. }) || !policy.deny_special_ranges,
     }
 }
 
@@ -281,29 +320,65 @@ pub fn check(
             problems.join("; ")
         ));
     }
-    let mut missing = Vec::new();
-    if !grants.everything {
-        for (entry, want) in &wanted {
-            if !grants.hosts.iter().any(|g| g.covers(want)) {
-                let from = if entry.starts_with('{') {
-                    format!(
-                        " (the URL of the parameter {})",
-                        entry.trim_matches(['{', '}'])
-                    )
-                } else {
-                    String::new()
-                };
-                let flag = match want {
-                    Wanted::Any => "--allow-host '*'".to_owned(),
-                    Wanted::Rule(r) => format!("--allow-host {r}"),
-                };
-                missing.push(format!("host {want}{from}: grant it with {flag}"));
-            }
+    let from = |entry: &str| {
+        if entry.starts_with('{') {
+            format!(
+                " (the URL of the parameter {})",
+                entry.trim_matches(['{', '}'])
+            )
+        } else {
+            String::new()
         }
-        for env in &declared.env {
-            if !grants.env.contains(env) {
-                missing.push(format!("env {env}: grant it with --allow-env {env}"));
-            }
+    };
+    if let Some(policy) = &grants.tenant {
+        // A declared `*` asks for nothing more than the policy gives: the
+        // plugin is then held to the tenant's policy alone.
+        let outside: Vec<String> = wanted
+            .iter()
+            .filter_map(|(entry, want)| match want {
+                Wanted::Rule(r) if !tenant_covers(policy, r) => Some(format!(
+                    "host {want}{}: outside the tenant's egress policy",
+                    from(entry)
+                )),
+                _ => None,
+            })
+            .collect();
+        if outside.is_empty() {
+            return Ok(confinement(wanted, declared));
+        }
+        let allows = match &policy.allow {
+            Some(rules) if rules.is_empty() => "it allows no host".to_owned(),
+            Some(rules) => format!(
+                "it allows {}",
+                rules
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            None => "it allows any host outside the special ranges".to_owned(),
+        };
+        return Err(format!(
+            "the plugin {name} declares hosts its tenant's egress policy does not allow ({} \
+             outside it; {allows}):\n  {}\nPoint the plugin's parameters at an allowed host, or \
+             ask the service's admin to allow it in the tenant's egress policy",
+            outside.len(),
+            outside.join("\n  ")
+        ));
+    }
+    let mut missing = Vec::new();
+    for (entry, want) in &wanted {
+        if !grants.hosts.iter().any(|g| g.covers(want)) {
+            let flag = match want {
+                Wanted::Any => "--allow-host '*'".to_owned(),
+                Wanted::Rule(r) => format!("--allow-host {r}"),
+            };
+            missing.push(format!("host {want}{}: grant it with {flag}", from(entry)));
+        }
+    }
+    for env in &declared.env {
+        if !grants.env.contains(env) {
+            missing.push(format!("env {env}: grant it with --allow-env {env}"));
         }
     }
     if !missing.is_empty() {
@@ -327,6 +402,12 @@ pub fn check(
             missing.join("\n  ")
         ));
     }
+    Ok(confinement(wanted, declared))
+}
+
+/// What a plugin whose declaration `wanted` (resolved) was granted is held
+/// to.
+fn confinement(wanted: Vec<(&String, Wanted)>, declared: &Capabilities) -> Confinement {
     let any = wanted.iter().any(|(_, w)| *w == Wanted::Any);
     let egress = (!any).then(|| EgressPolicy {
         allow: Some(
@@ -343,10 +424,10 @@ pub fn check(
         deny_special_ranges: false,
         ..EgressPolicy::default()
     });
-    Ok(Confinement {
+    Confinement {
         egress,
         env: declared.env.clone(),
-    })
+    }
 }
 
 /// One declared host: `*`, an egress rule, or `{NAME}` (the host and port
@@ -404,6 +485,7 @@ fn url_host_port(value: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wload_http::egress::{HostPattern, IpNet};
 
     fn caps(hosts: &[&str], env: &[&str]) -> Capabilities {
         Capabilities {
@@ -423,8 +505,15 @@ mod tests {
         Grants {
             hosts: hosts.iter().map(|h| HostGrant::parse(h).unwrap()).collect(),
             env: env.iter().map(|s| (*s).to_owned()).collect(),
-            everything: false,
+            tenant: None,
         }
+    }
+
+    /// The grants of a served run whose tenant allows `allow`.
+    fn tenant(allow: &[&str]) -> Grants {
+        Grants::tenant(&EgressPolicy::tenant(Some(
+            allow.iter().map(|r| AllowRule::parse(r).unwrap()).collect(),
+        )))
     }
 
     fn allow(c: &Confinement) -> Vec<String> {
@@ -478,8 +567,15 @@ mod tests {
             "{err}"
         );
 
-        // Served: everything declared is granted, and still confined.
-        let served = check("openapi", &declared, &params, &Grants::everything()).unwrap();
+        // Served: what the tenant's policy covers is granted, env names
+        // included, and still confined.
+        let served = check(
+            "openapi",
+            &declared,
+            &params,
+            &tenant(&["127.0.0.0/8", "*.example.com:443"]),
+        )
+        .unwrap();
         assert_eq!(served, ok);
         // An empty URL parameter declares nothing.
         let none = check(
@@ -490,6 +586,58 @@ mod tests {
         )
         .unwrap();
         assert_eq!(allow(&none), ["auth.example.com:443"]);
+    }
+
+    #[test]
+    fn a_served_plugin_must_declare_hosts_inside_its_tenants_policy() {
+        let declared = caps(&["{base-url}", "api.example.com:443"], &["API_TOKEN"]);
+        let params = [text("base-url", "http://127.0.0.1:9090/")];
+        let err = check(
+            "openapi",
+            &declared,
+            &params,
+            &tenant(&["127.0.0.1:8080", "*.example.com:443"]),
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with(
+                "the plugin openapi declares hosts its tenant's egress policy does not allow (1 \
+                 outside it; it allows 127.0.0.1:8080, *.example.com:443):\n  host \
+                 127.0.0.1:9090 (the URL of the parameter base-url): outside the tenant's egress \
+                 policy\n"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("--allow"), "{err}");
+        let none = check("p", &declared, &params, &tenant(&[])).unwrap_err();
+        assert!(none.contains("(2 outside it; it allows no host)"), "{none}");
+
+        // Denials take a declared host out of the policy, even partly.
+        let mut policy = EgressPolicy::tenant(Some(vec![
+            AllowRule::parse("127.0.0.0/8").unwrap(),
+            AllowRule::parse("*.example.com").unwrap(),
+        ]));
+        policy.narrow(
+            &[IpNet::parse("127.0.0.1").unwrap()],
+            &[HostPattern::parse("*.api.example.com").unwrap()],
+        );
+        let denied = |hosts: &[&str]| {
+            check(
+                "p",
+                &caps(hosts, &[]),
+                &[],
+                &Grants::tenant(&policy.clone()),
+            )
+            .is_err()
+        };
+        assert!(denied(&["127.0.0.1:9090"]));
+        assert!(denied(&["127.0.0.0/24"]));
+        assert!(denied(&["v1.api.example.com:443"]));
+        assert!(denied(&["*.example.com:443"]));
+        assert!(!denied(&["127.0.0.2:9090", "www.example.com:443"]));
+        // `*` asks for no more than the tenant's policy gives.
+        let any = check("p", &caps(&["*"], &[]), &[], &tenant(&["127.0.0.1:1"])).unwrap();
+        assert_eq!(any.egress, None);
     }
 
     #[test]
@@ -546,7 +694,7 @@ mod tests {
                 name: "n".into(),
                 value: ParamValue::Integer(1),
             }],
-            &Grants::everything(),
+            &Grants::tenant(&EgressPolicy::tenant(None)),
         )
         .unwrap_err();
         assert!(

@@ -317,6 +317,31 @@ fn interface_exports(graph: &CompositionGraph, lib: PackageId) -> Vec<String> {
         .collect()
 }
 
+/// The interfaces the library plugin `library` exports
+/// (`wload:session/login@0.1.0`), or `None` when it is no library plugin:
+/// a component whose exports are all interfaces, at least one. Refused
+/// as it would be at `--with`: a plugin importing what the host does not
+/// provide. For what ships a library plugin (`wload plugin push`) before
+/// any test is linked with it.
+pub fn library_exports(library: &Library) -> Result<Option<Vec<String>>> {
+    let mut graph = CompositionGraph::new();
+    let pkg = Package::from_bytes(
+        "wload:plugin-0",
+        None,
+        library.bytes.clone(),
+        graph.types_mut(),
+    )
+    .with_context(|| format!("{} is not a WebAssembly component", library.name()))?;
+    let id = graph.register_package(pkg)?;
+    let exports = &graph.types()[graph[id].ty()].exports;
+    let interfaces = interface_exports(&graph, id);
+    if interfaces.is_empty() || interfaces.len() != exports.len() {
+        return Ok(None);
+    }
+    refuse_foreign_imports(&graph, id, library)?;
+    Ok(Some(interfaces))
+}
+
 /// A plugin may import only what the host provides: plugins are not
 /// linked to each other.
 fn refuse_foreign_imports(

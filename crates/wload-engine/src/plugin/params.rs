@@ -49,6 +49,22 @@ impl RawParam {
         }
     }
 
+    /// A value given as text, never read from a file: what a service's
+    /// worker makes of the parameters its client sent (the client read
+    /// the `@file`s; the service's files are not the user's), named as
+    /// `-p NAME` is in messages.
+    pub fn literal(name: &str, text: &str) -> RawParam {
+        RawParam {
+            name: name.to_owned(),
+            // `@@` stands for a literal `@`.
+            value: match text.strip_prefix('@') {
+                Some(_) => format!("@{text}"),
+                None => text.to_owned(),
+            },
+            origin: Origin::Flag,
+        }
+    }
+
     /// What `from` is when displayed: `-p think` or `params.think in
     /// options.json`.
     fn source(&self) -> String {
@@ -59,7 +75,7 @@ impl RawParam {
     }
 
     /// The value's text, with `@file` read.
-    fn text(&self) -> Result<String, String> {
+    pub fn text(&self) -> Result<String, String> {
         if let Some(literal) = self.value.strip_prefix("@@") {
             return Ok(format!("@{literal}"));
         }
@@ -407,6 +423,15 @@ mod tests {
                 spec("strict", ParamKind::Boolean, Some("true"), &[]),
                 spec("pause", ParamKind::Duration, Some("250ms"), &[]),
             ],
+        }
+    }
+
+    #[test]
+    fn a_literal_value_is_never_read_as_a_file() {
+        for text in ["plain", "@/etc/passwd", "@@two", ""] {
+            let raw = RawParam::literal("p", text);
+            assert_eq!(raw.text().as_deref(), Ok(text), "{text:?}");
+            assert_eq!(raw.source(), "-p p");
         }
     }
 

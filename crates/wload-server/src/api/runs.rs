@@ -12,9 +12,10 @@ use http::{Method, Request, StatusCode};
 use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 use super::reply::{self, Reply};
-use super::{Service, json_body, query_param};
+use super::{Service, body, json_body, query_param};
 use crate::job::{Job, StatusPatch};
 use crate::runner::StartError;
 use crate::store::{RunRecord, Tenant};
@@ -29,6 +30,11 @@ struct NewRun {
     options: Map<String, Value>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// A plugin's parameters, as text: what `-p NAME=VALUE` gives a local
+    /// run, with any `@file` already read by the client (the service has
+    /// no access to the user's files).
+    #[serde(default)]
+    params: BTreeMap<String, String>,
     /// Start with the VUs paused (k6 `--paused`).
     #[serde(default)]
     paused: bool,
@@ -56,8 +62,12 @@ pub async fn route(
                 Err(e) => reply::internal(&e),
             }
         }
-        (&Method::POST, [] | [""]) => match json_body::<NewRun>(req).await {
-            Ok(new) => start(service, tenant, new).await,
+        // As large as an upload: a plugin's parameters can be a recording.
+        (&Method::POST, [] | [""]) => match body(req, service.config.max_upload).await {
+            Ok(bytes) => match serde_json::from_slice::<NewRun>(&bytes) {
+                Ok(new) => start(service, tenant, new).await,
+                Err(e) => reply::bad_request(&format!("invalid JSON body: {e}")),
+            },
             Err(r) => r,
         },
         (_, [id, rest @ ..]) => {
@@ -145,7 +155,53 @@ fn status_of(service: &Service, record: &RunRecord) -> Value {
     }
 }
 
+/// Options keys that name files where a local run reads them: on the
+/// service they would name the service's own files.
+const FILE_OPTIONS: [(&str, &str); 2] = [
+    (
+        "params",
+        "give a plugin's parameters in the run's \"params\" (`wload run --server` sends \
+         -p NAME=VALUE and the options file's params there, with @FILE read)",
+    ),
+    (
+        "with",
+        "the service runs uploaded components as they are: compose a test with its library \
+         plugins before uploading it",
+    ),
+];
+
+/// How a run's record keeps its parameters: short values as given, long
+/// ones (a recording) by size and digest, so that listing runs stays small.
+fn recorded_params(params: &BTreeMap<String, String>) -> Map<String, Value> {
+    const INLINE: usize = 1024;
+    params
+        .iter()
+        .map(|(name, text)| {
+            let kept = if text.len() <= INLINE {
+                text.clone()
+            } else {
+                format!(
+                    "({} bytes, sha256:{})",
+                    text.len(),
+                    crate::auth::hex(&Sha256::digest(text.as_bytes()))
+                )
+            };
+            (name.clone(), Value::String(kept))
+        })
+        .collect()
+}
+
 async fn start(service: &Arc<Service>, tenant: &Tenant, new: NewRun) -> Reply {
+    if let Some((key, why)) = FILE_OPTIONS
+        .iter()
+        .find(|(key, _)| new.options.contains_key(*key))
+    {
+        return reply::error(
+            StatusCode::BAD_REQUEST,
+            "invalid_run",
+            &format!("options.{key} is not taken by the service: {why}"),
+        );
+    }
     match service.store.test(&tenant.id, &new.test) {
         Ok(Some(_)) => {}
         Ok(None) => return reply::not_found("test"),
@@ -176,6 +232,7 @@ async fn start(service: &Arc<Service>, tenant: &Tenant, new: NewRun) -> Reply {
         cache: service.config.data.join("cache"),
         options: new.options.clone(),
         env: new.env.clone(),
+        params: new.params.clone(),
         memory_per_vu: quotas.memory_per_vu,
         cpu_per_call_ms: quotas.cpu_per_call_ms,
         // Its share of the tenant's rate; the runner re-splits it among
@@ -188,7 +245,10 @@ async fn start(service: &Arc<Service>, tenant: &Tenant, new: NewRun) -> Reply {
         paused: new.paused,
         interval_ms: INTERVAL_MS,
     };
-    let request = json!({"options": new.options, "env": new.env, "paused": new.paused});
+    let mut request = json!({"options": new.options, "env": new.env, "paused": new.paused});
+    if !new.params.is_empty() {
+        request["params"] = Value::Object(recorded_params(&new.params));
+    }
     if let Err(e) = service
         .store
         .insert_run(&tenant.id, &id, &new.test, &request)

@@ -626,7 +626,7 @@ impl LoadArgs {
             grants: Grants {
                 hosts: self.allow_hosts.clone(),
                 env: self.allow_env.clone(),
-                everything: false,
+                tenant: None,
             },
             segment: self.execution_segment.unwrap_or_default(),
             limits: SandboxLimits {

@@ -124,8 +124,38 @@ async fn describe_file(path: &Path) -> Result<(plugin::Description, Option<caps:
 }
 
 async fn info(path: &Path, json: bool) -> Result<u8> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = if let Some(notes) = ship::library(path, &bytes)? {
+        // A library plugin has no description to ask for: what it exports
+        // is what a test imports from it.
+        if json {
+            let info = serde_json::json!({
+                "library": true,
+                "name": notes.title,
+                "version": notes.version,
+                "summary": notes.description,
+            });
+            let mut text =
+                serde_json::to_string_pretty(&info).context("cannot encode the description")?;
+            text.push('\n');
+            text
+        } else {
+            format!("{} {}\n{}\n", notes.title, notes.version, notes.description)
+        }
+    } else {
+        scenario_info(path, json).await?
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(0)
+}
+
+/// `wload plugin info` of a scenario plugin: its description and the
+/// capabilities it declares.
+async fn scenario_info(path: &Path, json: bool) -> Result<String> {
     let (description, declared) = describe_file(path).await?;
-    let text = if json {
+    Ok(if json {
         let mut info = params::info_json(&description);
         info["capabilities"] = caps::info_json(declared.as_ref());
         let mut text =
@@ -134,9 +164,5 @@ async fn info(path: &Path, json: bool) -> Result<u8> {
         text
     } else {
         params::info_text(&description) + &caps::info_text(declared.as_ref())
-    };
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-    Ok(0)
+    })
 }

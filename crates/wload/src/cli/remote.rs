@@ -3,12 +3,14 @@
 //! env), and the flags that cannot apply there named, so that nothing a
 //! user typed is silently ignored.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
 use serde_json::Map;
 
 use wload_engine::config;
+use wload_engine::plugin::params;
 use wload_output::stream::OutSpec;
 use wload_server::client::{self, RemoteRun};
 
@@ -81,19 +83,16 @@ impl LoadArgs {
                  from the run's summary",
             ),
             (
-                "-p",
-                !self.params.is_empty(),
-                "plugins run locally: `wload run PLUGIN.wasm -p NAME=VALUE`",
-            ),
-            (
                 "--with",
                 !self.with.is_empty(),
-                "plugins run locally: `wload run TEST.wasm --with PLUGIN.wasm`",
+                "the service runs uploaded components as they are; compose locally: \
+                 `wload run TEST.wasm --with PLUGIN.wasm`",
             ),
             (
                 "--allow-host",
                 !self.allow_hosts.is_empty(),
-                "on the service, the tenant's egress policy is what a plugin may reach",
+                "on the service, a plugin may reach what it declares inside the tenant's \
+                 egress policy",
             ),
             (
                 "--allow-env",
@@ -110,7 +109,7 @@ impl LoadArgs {
             problems.extend(errors);
             Map::new()
         });
-        let file_layer = match &self.config {
+        let mut file_layer = match &self.config {
             Some(path) => match config::file_layer(path) {
                 Ok(m) => m,
                 Err(e) => {
@@ -120,6 +119,16 @@ impl LoadArgs {
             },
             None => Map::new(),
         };
+        let params = self.remote_params(&mut file_layer, &mut problems);
+        if let Some(path) = &self.config
+            && file_layer.contains_key("with")
+        {
+            problems.push(format!(
+                "with in {} cannot be used with --server: the service runs uploaded components \
+                 as they are; compose locally: `wload run TEST.wasm --with PLUGIN.wasm`",
+                path.display()
+            ));
+        }
         let token = self.token.clone().unwrap_or_default();
         if token.is_empty() {
             problems.push("--server needs --token TOKEN (or WLOAD_TOKEN)".to_owned());
@@ -134,11 +143,43 @@ impl LoadArgs {
             test: test.to_owned(),
             options,
             env: self.env.iter().cloned().collect(),
+            params,
             quiet: self.quiet,
             no_summary: self.no_summary,
             summary_export: self.summary_export.clone(),
             hdr_out,
         })
         .await
+    }
+
+    /// A plugin's parameters as the service takes them: the options
+    /// file's `params` (taken out of `file_layer`), then `-p`, each `@FILE`
+    /// read here, where the user's files are. Which names and values the
+    /// plugin takes is the service's worker's to check, against the
+    /// plugin's own description, as a local run does.
+    fn remote_params(
+        &self,
+        file_layer: &mut Map<String, serde_json::Value>,
+        problems: &mut Vec<String>,
+    ) -> BTreeMap<String, String> {
+        let mut given = match &self.config {
+            Some(path) => params::take_from_options(file_layer, path).unwrap_or_else(|e| {
+                problems.push(format!("{e:#}"));
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
+        given.extend(self.params.iter().cloned());
+        let mut texts = BTreeMap::new();
+        for raw in given {
+            match raw.text() {
+                // Later ones win, as in a local run.
+                Ok(text) => {
+                    texts.insert(raw.name, text);
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        texts
     }
 }

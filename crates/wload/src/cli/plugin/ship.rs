@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use wload_engine::plugin::compose::{self, Library};
 use wload_oci::lock::{Entry, Lock};
 use wload_oci::{Annotations, PluginRef, Registry};
 
@@ -31,26 +32,72 @@ pub(super) async fn push(path: &Path, target: &str, insecure: bool) -> Result<u8
             path.display()
         );
     }
-    // Describing it checks that it is a plugin (a test is refused) and
-    // gives the manifest its name, version and summary.
-    let (description, _) = super::describe_file(path).await?;
-    let notes = Annotations {
-        title: description.name.clone(),
-        version: description.version.clone(),
-        description: description.summary.clone(),
+    let (kind, notes) = match library(path, &wasm)? {
+        Some(notes) => ("library plugin", notes),
+        None => {
+            // Describing it checks that it is a scenario plugin (a test is
+            // refused) and gives the manifest its name, version and summary.
+            let (description, _) = super::describe_file(path).await?;
+            let notes = Annotations {
+                title: description.name,
+                version: description.version,
+                description: description.summary,
+            };
+            ("plugin", notes)
+        }
     };
     let registry = registry(&target, insecure)?;
     let digest = wload_oci::push(&registry, &target, &wasm, &notes).await?;
     eprintln!(
-        "pushed {} {} ({} bytes) to {target}",
-        description.name,
-        description.version,
+        "pushed the {kind} {} {} ({} bytes) to {target}",
+        notes.title,
+        notes.version,
         wasm.len()
     );
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{}", target.with_digest(&digest));
     let _ = out.flush();
     Ok(0)
+}
+
+/// The manifest's annotations of a library plugin (one a test imports
+/// from, `wload run TEST.wasm --with PLUGIN.wasm`), `None` for any other
+/// component. A library has no description: it is named by the package
+/// of its exports (`wload:session`), versioned by their version when
+/// they share one, and summarised by the interfaces it exports.
+pub(super) fn library(path: &Path, wasm: &[u8]) -> Result<Option<Annotations>> {
+    let lib = Library {
+        path: path.to_owned(),
+        bytes: wasm.to_vec(),
+    };
+    if !wasm.starts_with(&COMPONENT_HEADER) {
+        return Ok(None);
+    }
+    let Some(exports) = compose::library_exports(&lib)? else {
+        return Ok(None);
+    };
+    let split = |name: &str| -> (String, String) {
+        let (base, version) = name.split_once('@').unwrap_or((name, ""));
+        let package = base.split_once('/').map_or(base, |(p, _)| p);
+        (package.to_owned(), version.to_owned())
+    };
+    let parts: Vec<(String, String)> = exports.iter().map(|e| split(e)).collect();
+    let shared = |pick: fn(&(String, String)) -> &String| {
+        let first = pick(&parts[0]);
+        if parts.iter().all(|p| pick(p) == first) {
+            first.clone()
+        } else {
+            String::new()
+        }
+    };
+    Ok(Some(Annotations {
+        title: shared(|p| &p.0),
+        version: shared(|p| &p.1),
+        description: format!(
+            "a wload library plugin exporting {}: a test importing it runs with --with PLUGIN.wasm",
+            exports.join(", ")
+        ),
+    }))
 }
 
 pub(super) async fn pull(
