@@ -79,7 +79,10 @@ function read() {
       await page.waitForFunction((n) => Number(document.body.dataset.frames || 0) > n, last, { timeout: 60000 });
       const s = await page.evaluate(read);
       last = s.frames;
-      out.samples.push(s);
+      // A frame before the first request has no http_reqs yet (a loaded
+      // machine starts the VUs late): the frames compared are the run's.
+      const started = (s.figures || []).some((f) => f.metric === 'http_reqs' && f.field === 'count' && Number(f.value) > 0);
+      if (started) out.samples.push(s);
     }
     await page.screenshot({ path: config.screenshot, fullPage: true });
     // Seen enough of the run: stop it (as Ctrl-C does), and see its end.
