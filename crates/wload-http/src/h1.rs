@@ -26,7 +26,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::error::{ErrorCode, HttpError};
 use super::headers::{Headers, MAX_FIELDS, parse_response};
-use super::pool::{BodyPool, PooledBuf, TRIM_PERIOD_NS};
+use super::pool::{BodyPool, PooledBuf, TRIM_EVERY, TRIM_PERIOD_NS};
 use super::socket::{Stream, now_ns};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -65,9 +65,6 @@ struct ScratchPool {
     /// `now_ns` of the last trim (0: none yet).
     at: u64,
 }
-
-/// Returns between two looks at the clock.
-const TRIM_EVERY: u32 = 256;
 
 impl ScratchPool {
     fn pop(&mut self) -> Option<Vec<u8>> {

@@ -27,7 +27,7 @@ const MAX_UPFRONT: usize = 16 << 20;
 
 /// How often a pool looks at its idle buffers: every this many returns,
 /// once at least [`TRIM_PERIOD_NS`] passed since it last did.
-const TRIM_EVERY: u32 = 256;
+pub(crate) const TRIM_EVERY: u32 = 256;
 /// The shortest time a buffer must have been idle to be freed.
 pub(crate) const TRIM_PERIOD_NS: u64 = 1_000_000_000;
 
