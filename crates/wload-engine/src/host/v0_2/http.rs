@@ -164,7 +164,7 @@ impl HostResponse for VuState {
     }
 
     fn timings(&mut self, r: Resource<HttpResponse>) -> wasmtime::Result<v2::Timings> {
-        let t = v1::HostResponse::timings(self, r)?;
+        let t = self.table.get(&r)?.timings;
         Ok(v2::Timings {
             blocked: t.blocked,
             connecting: t.connecting,
