@@ -76,5 +76,13 @@ fn build_workspace(
     ] {
         cmd.env_remove(var);
     }
+    // Nor is a profile override (`CARGO_PROFILE_RELEASE_LTO=fat` for an
+    // optimised wload): the guests keep examples/Cargo.toml's profile, so
+    // the tests and benchmarks run the same guest whatever built the host.
+    for (var, _) in std::env::vars_os() {
+        if var.to_string_lossy().starts_with("CARGO_PROFILE_") {
+            cmd.env_remove(var);
+        }
+    }
     cmd.status()
 }
