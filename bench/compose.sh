@@ -25,7 +25,7 @@ session=target/guests/wasm32-wasip2/release/session.wasm
 [ -f "$session" ] || cargo build --release --target wasm32-wasip2 -q \
   --manifest-path plugins/Cargo.toml --target-dir target/guests -p session
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cleanup() {
   stop_server
   rm -rf "$work"

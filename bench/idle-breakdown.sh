@@ -21,8 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 vus=${VUS:-2000}
 warmup=${WARMUP:-8}
-port=${PORT:-18796}
 . bench/lib.sh
+port=${PORT:-$(free_port)}
 wload_and_guest "${EXAMPLE:-hello}"
 hello=$GUEST
 work=$(mktemp -d)

@@ -42,7 +42,7 @@ if ! command -v valgrind >/dev/null; then
     { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }
 fi
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cleanup() {
   stop_server
   rm -rf "$work"

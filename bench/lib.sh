@@ -6,6 +6,7 @@
 #   serve PORT SECS LOG    starts `wload target` on core 0, bounded to SECS,
 #                          sets SERVER (its PID) and returns once it answers
 #   stop_server            ends it (by its PID)
+#   free_port              prints a port on 127.0.0.1 that nothing holds now
 wload_and_guest() {
   if [ -z "${WLOAD:-}" ]; then
     cargo build --release -p wload -q
@@ -16,6 +17,10 @@ wload_and_guest() {
     rustup target add wasm32-wasip2 >/dev/null
     (cd examples && cargo build --release --target wasm32-wasip2 -q --target-dir ../target/guests -p "$1")
   fi
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 serve() {

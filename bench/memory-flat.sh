@@ -17,11 +17,11 @@ cd "$(dirname "$0")/.."
 duration=${DURATION:-10m}
 vus=${VUS:-50}
 . bench/lib.sh
+port=${PORT:-$(free_port)}
 wload_and_guest hello
 hello=$GUEST
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
-port=${PORT:-18795}
 
 secs() { # 10m -> 600, 90s -> 90, 1h -> 3600
   case $1 in

@@ -16,7 +16,6 @@ cd "$(dirname "$0")/.."
 wload_and_guest hello
 idle_vus=${1:-5000}
 work=$(mktemp -d)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port)
 serve "$port" 200 "$work/target.log"
 api_port=$(free_port)
