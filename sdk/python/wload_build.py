@@ -1,9 +1,10 @@
 """`wload-py build test.py -o test.wasm` (or `python wload_build.py build ...`).
 
 Generates a small app module that exports the test through the world
-`wload:test` (or, with `--plugin`, a scenario plugin through the world
-`wload:scenario/plugin@0.1.0`, see `wload.plugin`) and runs componentize-py
-on it; componentize-py imports the module at build time and snapshots the
+`wload:test/test@0.2.0` (wit/test-0.2) (or, with `--plugin`, a scenario
+plugin through the world `wload:scenario/plugin@0.1.0` of wit/, which
+imports 0.1's interfaces, see `wload.plugin`) and runs componentize-py on
+it; componentize-py imports the module at build time and snapshots the
 initialised interpreter.
 """
 
@@ -15,6 +16,10 @@ import tempfile
 from pathlib import Path
 
 _SDK = Path(__file__).resolve().parent / "wload"
+
+# (WIT directory, world) of a test and of a plugin.
+_TEST_WORLD = (_SDK / "wit" / "test-0.2", "wload:test/test@0.2.0")
+_PLUGIN_WORLD = (_SDK / "wit", "wload:scenario/plugin@0.1.0")
 
 
 def _componentize_py() -> str:
@@ -40,10 +45,11 @@ def build(test: Path, out: Path, plugin: bool = False) -> None:
         app.write_text(
             f"import {module} as _test\nfrom {exporter} import make\n\nWitWorld = make(_test)\n"
         )
+        wit, world = _PLUGIN_WORLD if plugin else _TEST_WORLD
         cmd = [
             _componentize_py(),
-            "-d", str(_SDK / "wit"),
-            "-w", "wload:scenario/plugin@0.1.0" if plugin else "test",
+            "-d", str(wit),
+            "-w", world,
             "componentize",
             "-p", work,
             "-p", str(test.resolve().parent),

@@ -167,27 +167,27 @@ pub(crate) fn python_with_componentize() -> &'static Path {
     })
 }
 
+/// `examples/python/<example>` built by `wload-py build` (a test of
+/// `wload:test@0.2.0`) into `target/lang/py-<example>.wasm`.
+fn python_build(example: &str) -> PathBuf {
+    let out = lang_dir().join(format!("py-{example}.wasm"));
+    let mut cmd = Command::new(python_with_componentize());
+    cmd.arg(repo_root().join("sdk/python/wload_build.py"))
+        .arg("build")
+        .arg(repo_root().join(format!("examples/python/{example}/{example}.py")))
+        .arg("-o")
+        .arg(&out);
+    must(cmd, &format!("wload-py build examples/python/{example}"));
+    out
+}
+
 pub(crate) fn python() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let py = python_with_componentize();
-        let build = |example: &str| {
-            let out = lang_dir().join(format!("py-{example}.wasm"));
-            let mut cmd = Command::new(py);
-            cmd.arg(repo_root().join("sdk/python/wload_build.py"))
-                .arg("build")
-                .arg(repo_root().join(format!("examples/python/{example}/{example}.py")))
-                .arg("-o")
-                .arg(&out);
-            must(cmd, &format!("wload-py build examples/python/{example}"));
-            out
-        };
-        Built {
-            hello: build("hello"),
-            browse: build("browse"),
-            shop: Some(build("shop")),
-            http_features: Some(build("http_features")),
-        }
+    BUILT.get_or_init(|| Built {
+        hello: python_build("hello"),
+        browse: python_build("browse"),
+        shop: Some(python_build("shop")),
+        http_features: Some(python_build("http_features")),
     })
 }
 
@@ -516,6 +516,38 @@ fn python_examples_count_like_rust() {
     hello_counts_like_rust("python", &built.hello);
     browse_counts_like_rust("python", &built.browse);
     shop_groups_like_rust("python", built.shop.as_deref().expect("python shop"));
+}
+
+/// A scenario's `exec` reaches the Python function of that name through
+/// 0.2's `iteration(entry)`, the index in `functions()`: the two
+/// scenarios of examples/python/scenarios run their own function, with
+/// their own env, as examples/rust/scenarios does.
+#[test]
+fn python_scenarios_exec_their_own_function_like_rust() {
+    let test = python_build("scenarios");
+    let config = options_file(
+        "python_scenarios",
+        &serde_json::json!({"scenarios": {
+            "browse": {"executor": "shared-iterations", "vus": 2, "iterations": 10},
+            "api": {"executor": "per-vu-iterations", "vus": 2, "iterations": 3, "exec": "api",
+                    "env": {"ORIGIN": "scenario"}}
+        }}),
+    );
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(
+        "python_scenarios",
+        &test,
+        "scenarios",
+        &format!("{config} -e ORIGIN=cli"),
+    );
+    assert_eq!((reqs, rust_reqs), (16, 16), "requests at the servers");
+    for (check, want) in [
+        ("browse ran default", (10, 0)),
+        ("api ran api", (6, 0)),
+        ("api sees ORIGIN=scenario", (6, 0)),
+    ] {
+        assert_eq!(run.check(check), want, "python: check {check:?}");
+        assert_eq!(rust.check(check), want, "rust: check {check:?}");
+    }
 }
 
 #[test]

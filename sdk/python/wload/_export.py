@@ -1,4 +1,5 @@
-"""Turns a test module into the exports of the world `wload:test`.
+"""Turns a test module into the exports of the world
+`wload:test/test@0.2.0` (wit/test-0.2/test.wit).
 
 The build tool generates an app module that calls `make(test_module)`
 and names the result `WitWorld`, which componentize-py exports.
@@ -52,6 +53,8 @@ def make(test: ModuleType) -> type:
         and getattr(value, "__module__", None) == test.__name__
         and not isinstance(value, type)
     ]
+    # `iteration(entry)` indexes this list, which `functions()` returns.
+    entry_fns = [getattr(test, name) for name in entry_points]
     state: dict[str, Any] = {}
 
     def data() -> Any:
@@ -75,11 +78,11 @@ def make(test: ModuleType) -> type:
         def functions(self) -> List[str]:
             return entry_points
 
-        def iteration(self, exec: str) -> None:
+        def iteration(self, entry: int) -> None:
             _host.mark_running()
-            if exec not in entry_points:
-                raise Err(f"this test has no function named {exec!r}")
-            run(getattr(test, exec), data())
+            if not 0 <= entry < len(entry_fns):
+                raise Err(f"this test has no entry point number {entry}; it exports {', '.join(entry_points)}")
+            run(entry_fns[entry], data())
 
         def teardown(self) -> None:
             _host.mark_running()

@@ -3,6 +3,13 @@
 `http.get(url)` returns a `Response` whose fields are read from the engine
 when first used: a body the test never reads is never copied into it.
 Network errors do not raise: `status` is 0 and `error` says why, as in k6.
+
+A test binds `wload:test@0.2.0` (wit/test-0.2/test.wit): one `send` and
+one `batch`, each request with its `request-options`, and the answer's
+status, error and body length arrive with it. A plugin binds the world
+`wload:scenario/plugin@0.1.0`, which imports 0.1's `http` (wit/test.wit):
+the same API sends through 0.1's `send`/`send-with`/`send-with-limits`
+there and asks the handle for what 0.2 brings along.
 """
 
 from dataclasses import dataclass
@@ -13,6 +20,55 @@ from . import _host
 from wit_world.imports import http as _wit
 
 _NS_PER_MS = 1e6
+
+# Which `http` componentize-py generated: 0.2's has the `sent` record.
+_V0_2 = hasattr(_wit, "Sent")
+
+# k6's error code (`res.error_code`) of each `error-kind` of 0.2, by the
+# kind's WIT name (the table of wit/test-0.2/test.wit's comments).
+_CODES = {
+    "generic": 1000,
+    "invalid-url": 1020,
+    "timeout": 1050,
+    "body-too-large": 1060,
+    "interrupted": 1070,
+    "dns": 1100,
+    "no-ip": 1101,
+    "blocked-ip": 1110,
+    "blocked-hostname": 1111,
+    "tcp": 1200,
+    "broken-pipe": 1201,
+    "dial": 1210,
+    "dial-timeout": 1211,
+    "connection-refused": 1212,
+    "connection-reset": 1220,
+    "tls": 1300,
+    "tls-unknown-authority": 1310,
+    "tls-hostname": 1311,
+    "http2": 1600,
+    "http2-goaway": 1610,
+    "http2-stream": 1630,
+    "http2-connection": 1650,
+    "decompression": 1701,
+    "decoded-too-large": 1702,
+}
+_KINDS = {code: kind for kind, code in _CODES.items()}
+
+
+def _kind_name(kind) -> str:
+    """`ErrorKind.CONNECTION_REFUSED` -> "connection-refused"."""
+    return kind.name.lower().replace("_", "-")
+
+
+# 0.2: each `ErrorKind` member's name and code, made at build time (a kind
+# without a code fails the build rather than a request).
+_ERRORS = {k: (_kind_name(k), _CODES[_kind_name(k)]) for k in _wit.ErrorKind} if _V0_2 else {}
+
+
+def _status_code(status: int) -> int:
+    """k6's code for an answer without a network error: 1000 + status for
+    a 4xx/5xx response, else 0."""
+    return 1000 + status if status >= 400 else 0
 
 
 @dataclass
@@ -92,18 +148,37 @@ _UNSET = object()
 
 
 class Response:
-    """A response. Each field is asked of the engine on first use and kept,
-    so a body the test never reads stays in the engine. Reading the body
+    """A response. Its status, error and body length came with it (0.2's
+    `sent`); every other field is asked of the engine on first use and
+    kept, so a body the test never reads stays in the engine. Reading the body
     (`content`, `text`, `json()`) reads the rest too and drops the handle,
     returning the engine's buffer; an unread response is dropped when the
     iteration (or setup, teardown) that sent it ends."""
 
-    def __init__(self, handle: _wit.Response, req: _wit.Request):
+    def __init__(self, handle: _wit.Response, what: str, discard: bool, sent=None):
         self._handle: Optional[_wit.Response] = handle
-        self._discard = req.body_mode == _wit.BodyMode.DISCARD
-        self._what = f"{req.method} {req.url}"
+        self._discard = discard
+        self._what = what
         self._cache: dict[str, Any] = {}
+        if sent is not None:
+            # 0.2: what `send` answered besides the handle.
+            error = sent.error
+            if error is None:
+                self._cache.update(
+                    status=sent.status, body_length=sent.body_len, error=None, error_kind=None,
+                    error_code=_status_code(sent.status),
+                )
+            else:
+                kind, code = _ERRORS[error.kind]
+                self._cache.update(
+                    status=sent.status, body_length=sent.body_len, error=error.message, error_kind=kind,
+                    error_code=code,
+                )
         _open.append(self)
+
+    @classmethod
+    def _of_sent(cls, sent, spec: "Request") -> "Response":
+        return cls(sent.response, spec._what(), spec.discard_body, sent)
 
     def _release(self) -> None:
         handle, self._handle = self._handle, None
@@ -145,7 +220,16 @@ class Response:
 
     @property
     def error_code(self) -> int:
+        """k6's error code: the network error's (1212 connection refused,
+        1050 timeout, ...), else 1000 + status for a 4xx/5xx, else 0."""
         return self._field("error_code", lambda h: h.error_code())
+
+    @property
+    def error_kind(self) -> Optional[str]:
+        """What kind of failure `error` was, as WIT's `error-kind` names
+        it (`"connection-refused"`, `"timeout"`, ...); None without one."""
+        # 0.1 (plugins) tells only the code: the kind is the code's.
+        return self._field("error_kind", lambda _h: None if self.error is None else _KINDS.get(self.error_code, "generic"))
 
     @property
     def body_length(self) -> int:
@@ -201,7 +285,7 @@ class Response:
 
 
 # The fields besides the body, read with it.
-_FIELDS = ("status", "url", "headers", "timings", "error", "error_code", "body_length",
+_FIELDS = ("status", "url", "headers", "timings", "error", "error_code", "error_kind", "body_length",
            "proto", "tls_version", "redirects")
 
 
@@ -244,35 +328,37 @@ class Request:
     (None: the run's `--max-response-body-size`, 64 MiB); past it the
     request fails with error code 1060 (1702 decoded)."""
 
-    def _options(self) -> Optional[_wit.RequestOptions]:
-        """The WIT options beyond `request`, or None when none is set."""
-        if self.max_redirects is None and self.expected_statuses is None and not self.keep_body:
-            return None
-        expected = None
-        if self.expected_statuses is not None:
-            expected = []
-            for s in self.expected_statuses:
-                lo, hi = (s, s) if isinstance(s, int) else s
-                expected.append(_wit.StatusRange(min=int(lo), max=int(hi)))
-        return _wit.RequestOptions(
-            max_redirects=self.max_redirects,
-            expected_statuses=expected,
-            body_mode=_wit.BodyMode.KEEP if self.keep_body else None,
-        )
+    def _what(self) -> str:
+        return f"{self.method.upper()} {self.url}"
 
-    def _limits(self) -> Optional[_wit.RequestLimits]:
-        """The WIT limits, or None when none is set."""
-        if self.max_body_size is None:
+    def _timeout_ns(self) -> Optional[int]:
+        if self.timeout is None:
             return None
         # Checked here: the bindings would fail a negative `u64` with a
         # message that does not name the option.
-        if not isinstance(self.max_body_size, int) or self.max_body_size < 0:
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout >= 0:
+            raise ValueError(f"timeout must be a number of seconds >= 0, not {self.timeout!r}")
+        return int(self.timeout * 1e9)
+
+    def _max_body_size(self) -> Optional[int]:
+        if self.max_body_size is None:
+            return None
+        if isinstance(self.max_body_size, bool) or not isinstance(self.max_body_size, int) or self.max_body_size < 0:
             raise ValueError(
                 f"max_body_size must be a whole number of bytes >= 0, not {self.max_body_size!r}"
             )
-        return _wit.RequestLimits(max_body_size=self.max_body_size)
+        return self.max_body_size
 
-    def _wit(self) -> _wit.Request:
+    def _expected(self) -> Optional[list]:
+        if self.expected_statuses is None:
+            return None
+        expected = []
+        for s in self.expected_statuses:
+            lo, hi = (s, s) if isinstance(s, int) else s
+            expected.append(_wit.StatusRange(min=int(lo), max=int(hi)))
+        return expected
+
+    def _headers_and_body(self) -> tuple[list[tuple[str, str]], Optional[bytes]]:
         headers = _host.fields(self.headers)
         body: Optional[bytes] = None
         if self.json is not None:
@@ -283,36 +369,98 @@ class Request:
             body = self.data.encode()
         elif self.data is not None:
             body = bytes(self.data)
-        return _wit.Request(
+        return headers, body
+
+    def _wire(self) -> tuple:
+        """0.2: the `request` record and its `request-options`, every
+        option `none` that the test left to the run."""
+        headers, body = self._headers_and_body()
+        req = _wit.Request(
             method=self.method.upper(),
             url=self.url,
             headers=headers,
             body=body,
             tags=_host.fields(self.tags),
             name=self.name,
-            timeout=None if self.timeout is None else int(self.timeout * 1e9),
+        )
+        body_mode = None
+        if self.discard_body:
+            body_mode = _wit.BodyMode.DISCARD
+        elif self.keep_body:
+            body_mode = _wit.BodyMode.KEEP
+        opts = _wit.RequestOptions(
+            timeout=self._timeout_ns(),
+            max_redirects=self.max_redirects,
+            expected_statuses=self._expected(),
+            body_mode=body_mode,
+            max_body_size=self._max_body_size(),
+        )
+        return req, opts
+
+    # 0.1 (plugins): the request, its options and its limits, the latter
+    # two None when nothing in them is set.
+
+    def _wire_v0_1(self) -> tuple:
+        headers, body = self._headers_and_body()
+        req = _wit.Request(
+            method=self.method.upper(),
+            url=self.url,
+            headers=headers,
+            body=body,
+            tags=_host.fields(self.tags),
+            name=self.name,
+            timeout=self._timeout_ns(),
             body_mode=_wit.BodyMode.DISCARD if self.discard_body else _wit.BodyMode.KEEP,
         )
+        opts = None
+        if self.max_redirects is not None or self.expected_statuses is not None or self.keep_body:
+            opts = _wit.RequestOptions(
+                max_redirects=self.max_redirects,
+                expected_statuses=self._expected(),
+                body_mode=_wit.BodyMode.KEEP if self.keep_body else None,
+            )
+        size = self._max_body_size()
+        limits = None if size is None else _wit.RequestLimits(max_body_size=size)
+        return req, opts, limits
 
 
-def _no_options() -> _wit.RequestOptions:
-    """Options that leave everything to the run."""
+def _no_options_v0_1():
+    """0.1's options that leave everything to the run."""
     return _wit.RequestOptions(max_redirects=None, expected_statuses=None, body_mode=None)
+
+
+def _send_v0_1(spec: Request) -> Response:
+    req, opts, limits = spec._wire_v0_1()
+    # The plainest call that carries what was set.
+    if limits is not None:
+        handle = _wit.send_with_limits(req, opts or _no_options_v0_1(), limits)
+    elif opts is not None:
+        handle = _wit.send_with(req, opts)
+    else:
+        handle = _wit.send(req)
+    return Response(handle, spec._what(), spec.discard_body)
+
+
+def _batch_v0_1(specs: list[Request]) -> list:
+    wired = [s._wire_v0_1() for s in specs]
+    if any(limits is not None for _, _, limits in wired):
+        none, unlimited = _no_options_v0_1(), _wit.RequestLimits(max_body_size=None)
+        handles = _wit.batch_with_limits([(r, o or none, lim or unlimited) for r, o, lim in wired])
+    elif all(o is None for _, o, _ in wired):
+        handles = _wit.batch([r for r, _, _ in wired])
+    else:
+        handles = _wit.batch_with([(r, o or _no_options_v0_1()) for r, o, _ in wired])
+    return [Response(h, s._what(), s.discard_body) for h, s in zip(handles, specs)]
 
 
 def request(method: str, url: str, **kwargs: Any) -> Response:
     """Send one request. Keyword arguments are those of `Request`."""
     _host.guard("an HTTP request")
     spec = Request(method, url, **kwargs)
-    req, opts, limits = spec._wit(), spec._options(), spec._limits()
-    # The plainest call that carries what was set, as the Rust SDK does.
-    if limits is not None:
-        handle = _wit.send_with_limits(req, opts or _no_options(), limits)
-    elif opts is not None:
-        handle = _wit.send_with(req, opts)
-    else:
-        handle = _wit.send(req)
-    return Response(handle, req)
+    if not _V0_2:
+        return _send_v0_1(spec)
+    req, opts = spec._wire()
+    return Response._of_sent(_wit.send(req, opts), spec)
 
 
 def get(url: str, **kwargs: Any) -> Response:
@@ -342,19 +490,11 @@ def head(url: str, **kwargs: Any) -> Response:
 def batch(requests: list[Request]) -> list[Response]:
     """Send `requests` in parallel; responses come back in the same order."""
     _host.guard("an HTTP request")
-    reqs = [r._wit() for r in requests]
-    opts = [r._options() for r in requests]
-    limits = [r._limits() for r in requests]
-    if any(lim is not None for lim in limits):
-        none, unlimited = _no_options(), _wit.RequestLimits(max_body_size=None)
-        handles = _wit.batch_with_limits(
-            [(r, o or none, lim or unlimited) for r, o, lim in zip(reqs, opts, limits)]
-        )
-    elif all(o is None for o in opts):
-        handles = _wit.batch(reqs)
-    else:
-        handles = _wit.batch_with([(r, o or _no_options()) for r, o in zip(reqs, opts)])
-    return [Response(h, r) for h, r in zip(handles, reqs)]
+    specs = list(requests)
+    if not _V0_2:
+        return _batch_v0_1(specs)
+    sent = _wit.batch([s._wire() for s in specs])
+    return [Response._of_sent(s, spec) for s, spec in zip(sent, specs)]
 
 
 def cookies(url: str) -> dict[str, str]:

@@ -79,6 +79,7 @@ const PYTHON_SDK: &[(&str, &str)] = sdk_files!("python":
     "wload/metrics.py",
     "wload/wit/scenario.wit",
     "wload/wit/test.wit",
+    "wload/wit/test-0.2/test.wit",
 );
 
 /// What sdk/python/pyproject.toml pins; installed into the SDK's venv.
