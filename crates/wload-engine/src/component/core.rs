@@ -66,12 +66,15 @@ mod tests {
     use wit_component::{StringEncoding, metadata};
     use wit_parser::Resolve;
 
-    /// The world's metadata as the AssemblyScript SDK embeds it: the
-    /// payload of a `component-type:wload:test` custom section.
+    /// The world's metadata as the AssemblyScript and Go SDKs embed it:
+    /// the payload of a `component-type:wload:test` custom section, for
+    /// the world `wload:test/test@0.2.0` (`wit/test-0.2`), which both bind.
     fn world_metadata() -> Vec<u8> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut resolve = Resolve::default();
-        let (pkg, _) = resolve.push_dir(root.join("wit")).expect("wit/ parses");
+        let (pkg, _) = resolve
+            .push_dir(root.join("wit/test-0.2"))
+            .expect("wit/test-0.2 parses");
         let world = resolve
             .select_world(&[pkg], Some("test"))
             .expect("world test");
@@ -79,7 +82,7 @@ mod tests {
     }
 
     /// The AssemblyScript and Go SDKs ship the metadata as a file (they
-    /// have no WIT tooling of their own); it must match `wit/`. Run with
+    /// have no WIT tooling of their own); it must match `wit/test-0.2`. Run with
     /// `WLOAD_BLESS=1` after changing the WIT to rewrite them.
     fn shipped_metadata_matches_the_wit(file: &str) {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
