@@ -118,10 +118,16 @@ pub(crate) fn javascript() -> &'static Built {
     })
 }
 
+/// The AssemblyScript SDK, installed once per test process.
+fn assemblyscript_sdk() -> &'static Path {
+    static SDK: OnceLock<PathBuf> = OnceLock::new();
+    SDK.get_or_init(|| npm_sdk("assemblyscript"))
+}
+
 pub(crate) fn assemblyscript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let sdk = npm_sdk("assemblyscript");
+        let sdk = assemblyscript_sdk();
         let build = |example: &str| {
             let out = lang_dir().join(format!("as-{example}.wasm"));
             let mut node = Command::new("node");
@@ -572,6 +578,51 @@ fn go_body_limit_per_request() {
         "go",
         built.http_features.as_deref().expect("go http_features"),
     );
+}
+
+/// Scenarios choose an AssemblyScript or Go entry point with `exec` as
+/// they choose a Rust one: the engine passes its index in `functions()`
+/// (`wload:test@0.2.0`), and the checks (each naming the scenario that
+/// ran it) and the requests are examples/rust/scenarios'.
+fn scenarios_exec_like_rust(lang: &str, test: &Path) {
+    let name = format!("{lang}_scenarios");
+    let config = scratch(&format!("{name}-config")).join("two-scenarios.json");
+    let scenarios = serde_json::json!({"scenarios": {
+        "browse": {"executor": "shared-iterations", "vus": 2, "iterations": 10},
+        "api": {"executor": "per-vu-iterations", "vus": 2, "iterations": 3, "exec": "api",
+                "startTime": "200ms", "env": {"ORIGIN": "scenario"}}
+    }});
+    std::fs::write(&config, scenarios.to_string()).expect("write the scenarios");
+    let args = format!("--config {} -e ORIGIN=cli", config.display());
+    let [(reqs, run), (rust_reqs, rust)] = side_by_side(&name, test, "scenarios", &args);
+    assert_eq!(reqs, 16, "{name}: requests at the server");
+    assert_eq!(reqs, rust_reqs);
+    assert_eq!(run.check("browse ran default"), (10, 0), "{name}");
+    assert_eq!(run.check("api ran api"), (6, 0), "{name}");
+    assert_eq!(run.check("api sees ORIGIN=scenario"), (6, 0), "{name}");
+    assert_eq!(
+        run.summary["root_group"], rust.summary["root_group"],
+        "{name}: checks as Rust's"
+    );
+}
+
+#[test]
+fn assemblyscript_scenarios_exec_like_rust() {
+    let sdk = assemblyscript_sdk();
+    let out = lang_dir().join("as-scenarios.wasm");
+    let mut node = Command::new("node");
+    node.arg(sdk.join("bin/wload-as.mjs"))
+        .arg("build")
+        .arg(repo_root().join("examples/assemblyscript/scenarios/assembly/index.ts"))
+        .arg("-o")
+        .arg(&out);
+    must(node, "wload-as build examples/assemblyscript/scenarios");
+    scenarios_exec_like_rust("assemblyscript", &out);
+}
+
+#[test]
+fn go_scenarios_exec_like_rust() {
+    scenarios_exec_like_rust("go", &go_build("scenarios"));
 }
 
 /// A Go test's faults end as the Rust test's do: a panic fails its

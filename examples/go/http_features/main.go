@@ -19,9 +19,9 @@
 //     arrives whole.
 //   - sdk: query, form, multipart and JSON bodies through /echo.
 //   - keep: with --discard-response-bodies, a request that keeps its body.
-//   - options: a Batch whose requests have options of their own
-//     (batch-with): one follows no redirect, one expects its 404, one
-//     does not.
+//   - options: a Batch whose requests have options of their own (each
+//     its request-options): one follows no redirect, one expects its
+//     404, one does not.
 //   - repeated: the two set-cookie fields of one response stay apart in
 //     Headers, and Header is the first.
 //   - lazy, metrics, groups, vu, fail: as in Rust (docs/parity.md lists

@@ -1,16 +1,61 @@
 // HTTP through the engine's instrumented client: a request builder,
-// `get`/`post`/`batch`, per-request options and limits, the VU's cookie
-// jar, and responses whose body stays in the engine until it is read.
+// `get`/`post`/`batch`, per-request options, the VU's cookie jar, and
+// responses whose body stays in the engine until it is read. Each request
+// goes out through `send`/`batch` of `wload:test/http@0.2.0`, lowered by
+// hand in the canonical ABI (offsets below, as wit-parser lays them out).
 
 import * as wit from "./bindings";
-import { RET, FieldList, utf8, liftStringAt, liftOptionStringAt, liftBytesAt, liftFieldsAt } from "./abi";
+import { RET, FieldList, utf8, liftString, liftStringAt, liftOptionStringAt, liftBytesAt, liftFieldsAt, release } from "./abi";
 
-/** `request` in the canonical ABI: 80 bytes, 8-aligned. */
-const REQUEST_SIZE: usize = 80;
-/** `tuple<request, request-options>`: the options (24 bytes, 4-aligned) at 80. */
-const WITH_SIZE: usize = 104;
-/** `tuple<request, request-options, request-limits>`: the limits (16 bytes, 8-aligned) at 104. */
-const WITH_LIMITS_SIZE: usize = 120;
+/** `request`: 56 bytes, 4-aligned. */
+const REQUEST_SIZE: usize = 56;
+/** `tuple<request, request-options>`: the options (56 bytes, 8-aligned) at 56; 8-aligned. */
+const PAIR_SIZE: usize = 112;
+/** `sent`: status u16 @0, error option<http-error> @4 (tag; kind u8 @8, message @12), body-len u64 @24, response @32. */
+const SENT_SIZE: usize = 40;
+
+/**
+ * Why a request failed (`error-kind` of the WIT, in its order): each kind
+ * is one of k6's error classes, whose code `errorCode` gives.
+ */
+export enum ErrorKind {
+  Generic = 0,
+  InvalidUrl,
+  Timeout,
+  BodyTooLarge,
+  Interrupted,
+  Dns,
+  NoIp,
+  BlockedIp,
+  BlockedHostname,
+  Tcp,
+  BrokenPipe,
+  Dial,
+  DialTimeout,
+  ConnectionRefused,
+  ConnectionReset,
+  Tls,
+  TlsUnknownAuthority,
+  TlsHostname,
+  Http2,
+  Http2Goaway,
+  Http2Stream,
+  Http2Connection,
+  Decompression,
+  DecodedTooLarge,
+}
+
+/** k6's error code of each `ErrorKind`, index for index (the WIT's comments). */
+const ERROR_CODES: StaticArray<u32> = [
+  1000, 1020, 1050, 1060, 1070, 1100, 1101, 1110, 1111, 1200, 1201, 1210, 1211, 1212, 1220, 1300, 1310,
+  1311, 1600, 1610, 1630, 1650, 1701, 1702,
+];
+
+/** k6's error code of `kind` (`res.error_code` in k6); 1000 for a kind this SDK does not know. */
+export function errorCodeOf(kind: ErrorKind): u32 {
+  const i = <i32>kind;
+  return i >= 0 && i < ERROR_CODES.length ? ERROR_CODES[i] : 1000;
+}
 
 /** Where the time of one request went, in nanoseconds. */
 export class Timings {
@@ -46,18 +91,32 @@ export function releaseResponses(): void {
 }
 
 /**
- * The engine's response: each getter asks the engine, and the body is
- * copied into the test only by `body` or `text()`. A response lasts until
- * the iteration (or setup, teardown) that sent it returns; `close()`
- * releases it before then. Using it afterwards aborts.
+ * The engine's response. Its status, error and body length came with the
+ * answer; the other getters ask the engine, and the body is copied into
+ * the test only by `body` or `text()`. A response lasts until the
+ * iteration (or setup, teardown) that sent it returns; `close()` releases
+ * it before then. Using it afterwards aborts.
  */
 export class Response {
   private live: bool = true;
   private bodyCopy: Uint8Array | null = null;
   private names: string[] | null = null;
   private values: string[] = [];
+  private statusCode: i32 = 0;
+  private errorText: string | null = null;
+  private kind: i32 = -1;
+  private bodyLen: u64 = 0;
+  private handle: i32 = 0;
 
-  constructor(private handle: i32, private discard: bool) {
+  /** The `sent` record at `at`: what `send` answered. Frees the error message's buffer. */
+  constructor(at: usize, private discard: bool) {
+    this.statusCode = <i32>load<u16>(at, 0);
+    if (load<u8>(at, 4) != 0) {
+      this.kind = <i32>load<u8>(at, 8);
+      this.errorText = liftString(load<u32>(at, 12), load<u32>(at, 16));
+    }
+    this.bodyLen = load<u64>(at, 24);
+    this.handle = load<i32>(at, 32);
     open.push(this);
   }
 
@@ -76,7 +135,8 @@ export class Response {
 
   /** HTTP status, 0 when no response arrived (see `error`). */
   get status(): i32 {
-    return wit.responseStatus(this.h());
+    this.h();
+    return this.statusCode;
   }
   /** The URL of this response: after redirects, the last one. */
   get url(): string {
@@ -85,16 +145,24 @@ export class Response {
   }
   /** The network error or timeout, when there was one. */
   get error(): string | null {
-    wit.responseError(this.h(), RET);
-    return liftOptionStringAt(RET);
+    this.h();
+    return this.errorText;
   }
-  /** k6-compatible error code, 0 when none. */
+  /** What kind of failure `error` was (an `ErrorKind`), -1 when none. */
+  get errorKind(): i32 {
+    this.h();
+    return this.kind;
+  }
+  /** k6-compatible error code: the failure's, else 1000 + status for a 4xx/5xx response, else 0. */
   get errorCode(): u32 {
-    return <u32>wit.responseErrorCode(this.h());
+    this.h();
+    if (this.kind >= 0) return errorCodeOf(<ErrorKind>this.kind);
+    return this.statusCode >= 400 ? 1000 + <u32>this.statusCode : 0;
   }
   /** Bytes received; known even when the body was discarded. */
   get bodyLength(): u64 {
-    return <u64>wit.responseBodyLen(this.h());
+    this.h();
+    return this.bodyLen;
   }
   /** `HTTP/1.1` or `HTTP/2.0`; "" when no connection was made. */
   get proto(): string {
@@ -292,31 +360,18 @@ export class Request {
     return this;
   }
 
-  /** Whether `request-options` are needed (`discard` fits in `request` itself). */
-  hasOptions(): bool {
-    return this.redirectLimit >= 0 || this.statuses !== null || this.keep;
-  }
-  hasLimits(): bool {
-    return this.bodyLimit >= 0;
-  }
-
-  /**
-   * Send the request and wait for the whole response, through the
-   * plainest import that carries what was set.
-   */
+  /** Send the request and wait for the whole response. */
   send(): Response {
-    const size = this.hasLimits() ? WITH_LIMITS_SIZE : this.hasOptions() ? WITH_SIZE : REQUEST_SIZE;
-    const at = heap.alloc(size);
-    const lowered = new Lowered(this, at, size);
-    const h =
-      size == WITH_LIMITS_SIZE ? wit.sendWithLimits(at) : size == WITH_SIZE ? wit.sendWith(at) : wit.send(at);
+    const at = heap.alloc(PAIR_SIZE);
+    const lowered = new Lowered(this, at);
+    wit.send(at, RET);
     lowered.free();
     heap.free(at);
-    return new Response(h, this.discard);
+    return new Response(RET, this.discard);
   }
 }
 
-/** One request lowered at `at` (with its options and limits when `size` has room), the buffers it points to kept alive. */
+/** One `tuple<request, request-options>` lowered at `at`, the buffers it points to kept alive. */
 class Lowered {
   method: ArrayBuffer;
   url: ArrayBuffer;
@@ -325,12 +380,12 @@ class Lowered {
   name: ArrayBuffer | null = null;
   statuses: usize = 0;
 
-  constructor(r: Request, at: usize, size: usize) {
+  constructor(r: Request, at: usize) {
     this.method = utf8(r.method);
     this.url = utf8(r.url);
     this.headers = new FieldList(r.headerNames, r.headerValues);
     this.tags = new FieldList(r.tagNames, r.tagValues);
-    memory.fill(at, 0, size);
+    memory.fill(at, 0, PAIR_SIZE);
     store<u32>(at, changetype<usize>(this.method), 0);
     store<u32>(at, this.method.byteLength, 4);
     store<u32>(at, changetype<usize>(this.url), 8);
@@ -353,41 +408,48 @@ class Lowered {
       store<u32>(at, changetype<usize>(n), 48);
       store<u32>(at, n.byteLength, 52);
     }
-    if (r.timeoutNs >= 0) {
-      store<u8>(at, 1, 56);
-      store<u64>(at, r.timeoutNs, 64);
-    }
-    store<u8>(at, r.discard ? 1 : 0, 72);
-    if (size >= WITH_SIZE) this.options(r, at + REQUEST_SIZE);
-    if (size >= WITH_LIMITS_SIZE && r.bodyLimit >= 0) {
-      store<u8>(at + WITH_SIZE, 1, 0);
-      store<u64>(at + WITH_SIZE, <u64>r.bodyLimit, 8);
-    }
+    this.options(r, at + REQUEST_SIZE);
   }
 
-  /** `request-options` at `o`: option<u32> at 0, option<list<status-range>> at 8, option<body-mode> at 20. */
+  /**
+   * `request-options` at `o` (8-aligned): option<duration> timeout at 0
+   * (value at 8), option<u32> max-redirects at 16 (20),
+   * option<list<status-range>> at 24 (28), option<body-mode> at 36 (37),
+   * option<u64> max-body-size at 40 (48). `none` (tag 0) is the run's
+   * setting.
+   */
   private options(r: Request, o: usize): void {
-    if (r.redirectLimit >= 0) {
+    if (r.timeoutNs >= 0) {
       store<u8>(o, 1, 0);
-      store<u32>(o, <u32>r.redirectLimit, 4);
+      store<u64>(o, <u64>r.timeoutNs, 8);
+    }
+    if (r.redirectLimit >= 0) {
+      store<u8>(o, 1, 16);
+      store<u32>(o, <u32>r.redirectLimit, 20);
     }
     const statuses = r.statuses;
     if (statuses !== null) {
       const n = statuses.length;
-      store<u8>(o, 1, 8);
+      store<u8>(o, 1, 24);
       if (n > 0) {
+        // status-range: min u16 at 0, max u16 at 2; 4 bytes, 2-aligned.
         this.statuses = heap.alloc(<usize>n * 4);
         for (let i = 0; i < n; i++) {
           store<u16>(this.statuses + <usize>i * 4, statuses[i].min, 0);
           store<u16>(this.statuses + <usize>i * 4, statuses[i].max, 2);
         }
       }
-      store<u32>(o, this.statuses, 12);
-      store<u32>(o, n, 16);
+      store<u32>(o, this.statuses, 28);
+      store<u32>(o, n, 32);
     }
-    if (r.keep) {
-      store<u8>(o, 1, 20);
-      store<u8>(o, 0, 21);
+    if (r.discard || r.keep) {
+      // body-mode: keep = 0, discard = 1.
+      store<u8>(o, 1, 36);
+      store<u8>(o, r.discard ? 1 : 0, 37);
+    }
+    if (r.bodyLimit >= 0) {
+      store<u8>(o, 1, 40);
+      store<u64>(o, <u64>r.bodyLimit, 48);
     }
   }
 
@@ -409,35 +471,24 @@ export function post(url: string, body: string): Response {
   return Request.post(url).text(body).send();
 }
 
-/**
- * Send `requests` in parallel; responses come back in the same order.
- * The batch goes through the plainest import that carries what any of
- * its requests set.
- */
+/** Send `requests` in parallel; responses come back in the same order. */
 export function batch(requests: Request[]): Response[] {
   const n = requests.length;
-  let size = REQUEST_SIZE;
-  for (let i = 0; i < n; i++) {
-    if (requests[i].hasLimits()) size = WITH_LIMITS_SIZE;
-    else if (requests[i].hasOptions() && size == REQUEST_SIZE) size = WITH_SIZE;
-  }
-  const base = heap.alloc(<usize>n * size);
+  const base = heap.alloc(<usize>max(n, 1) * PAIR_SIZE);
   const lowered = new Array<Lowered>(0);
   for (let i = 0; i < n; i++) {
-    lowered.push(new Lowered(requests[i], base + <usize>i * size, size));
+    lowered.push(new Lowered(requests[i], base + <usize>i * PAIR_SIZE));
   }
-  if (size == WITH_LIMITS_SIZE) wit.batchWithLimits(base, n, RET);
-  else if (size == WITH_SIZE) wit.batchWith(base, n, RET);
-  else wit.batch(base, n, RET);
+  wit.batch(base, n, RET);
   for (let i = 0; i < n; i++) lowered[i].free();
   heap.free(base);
-  const handles: usize = load<u32>(RET);
+  const sents: usize = load<u32>(RET);
   const count = load<u32>(RET, 4);
   const out = new Array<Response>(0);
   for (let i: u32 = 0; i < count; i++) {
-    out.push(new Response(load<i32>(handles + <usize>i * 4), requests[i].discard));
+    out.push(new Response(sents + <usize>i * SENT_SIZE, requests[i].discard));
   }
-  if (handles >= __heap_base) heap.free(handles);
+  release(sents);
   return out;
 }
 

@@ -18,7 +18,7 @@ import * as httpModule from "./http";
 import * as vuModule from "./vu";
 
 export { httpModule as http, vuModule as vu };
-export { Request, Response, Timings, Field, StatusRange } from "./http";
+export { Request, Response, Timings, Field, StatusRange, ErrorKind, errorCodeOf } from "./http";
 export { Counter, Gauge, Rate, Trend } from "./metrics";
 export { check, checkTagged, env, group, groupEnter, groupExit, log, LogLevel, setupData } from "./vu";
 export { test, TestDefinition, IterationFn, SetupFn, TeardownFn } from "./test";

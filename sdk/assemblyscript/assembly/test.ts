@@ -1,7 +1,8 @@
-// The world's exports (`options`, `setup`, `functions`, `iteration`,
-// `teardown`), `cabi_realloc` and the post-return functions, dispatching
-// to the functions a test registers with `test`. Each call that runs test
-// code drops the responses it left open before it returns.
+// The exports of the world `wload:test/test@0.2.0` (`options`, `setup`,
+// `functions`, `iteration`, `teardown`), `cabi_realloc` and the
+// post-return functions, dispatching to the functions a test registers
+// with `test`. Each call that runs test code drops the responses it left
+// open before it returns.
 
 import { RET, lowerOwned, release } from "./abi";
 import * as wit from "./bindings";
@@ -128,16 +129,17 @@ function resultUnit(err: string | null): usize {
   return EXPORT_RET;
 }
 
-export function iteration(execPtr: usize, execLen: usize): usize {
-  const exec = String.UTF8.decodeUnsafe(execPtr, execLen);
-  release(execPtr);
+/** One iteration of the entry point `functions()[entry]`: 0 is `default`, then those of `test.exec`. */
+export function iteration(entry: u32): usize {
   let fn: IterationFn | null = null;
-  if (exec == "default") {
+  if (entry == 0) {
     fn = test.defaultFn;
+    if (fn === null) return resultUnit("this test has no default function: register it with test.default(fn)");
+  } else if (entry <= <u32>test.fns.length) {
+    fn = test.fns[<i32>entry - 1];
   } else {
-    for (let i = 0; i < test.names.length; i++) if (test.names[i] == exec) fn = test.fns[i];
+    return resultUnit(`this test has no entry point number ${entry}; it has ${1 + test.names.length}`);
   }
-  if (fn === null) return resultUnit(`this test has no entry point named "${exec}"`);
   fn(setupData());
   releaseResponses();
   return resultUnit(null);

@@ -1,6 +1,8 @@
 // HTTP through the engine's instrumented client: a request builder,
-// Get/Post/Batch, per-request options and limits, the VU's cookie jar,
-// and responses whose body stays in the engine until it is read.
+// Get/Post/Batch, per-request options, the VU's cookie jar, and responses
+// whose body stays in the engine until it is read. Requests go out
+// through send and batch of wload:test/http@0.2.0, lowered by hand in the
+// canonical ABI (the layouts below are wit-parser's, checked by size).
 
 package wload
 
@@ -18,24 +20,24 @@ type Timings struct {
 	Blocked, Connecting, TLSHandshaking, Sending, Waiting, Receiving, Duration time.Duration
 }
 
-// Response is the engine's response: each method asks the engine, and
-// the body is copied into the test only by Body, Text or JSON. A response
-// lasts until the iteration (or setup, teardown) that sent it returns;
-// Close releases it before then. Using it afterwards panics.
+// Response is the engine's response. Its status, error and body length
+// came with the answer; the other methods ask the engine, and the body is
+// copied into the test only by Body, Text or JSON. A response lasts until
+// the iteration (or setup, teardown) that sent it returns; Close releases
+// it before then. Using it afterwards panics.
 type Response struct {
-	h    uint32
-	live bool
+	h       uint32
+	live    bool
+	status  uint16
+	failed  bool
+	kind    ErrorKind
+	message string
+	bodyLen uint64
 }
 
 // open are the responses of the running export call, released when it
 // returns (Go has no destructors to do it when a response is dropped).
 var open []*Response
-
-func newResponse(h uint32) *Response {
-	r := &Response{h: h, live: true}
-	open = append(open, r)
-	return r
-}
 
 func (r *Response) handle() uint32 {
 	if !r.live {
@@ -63,28 +65,35 @@ func closeResponses() {
 }
 
 // Status is the HTTP status, 0 when no response arrived (see Error).
-func (r *Response) Status() int { return int(witStatus(r.handle())) }
+func (r *Response) Status() int { r.handle(); return int(r.status) }
 
 // Error is the network error or timeout; "" when a response arrived.
-func (r *Response) Error() string {
-	h := r.handle()
-	fetch(func() { witError(h, retPtr()) })
-	s, _ := liftOptionString(retPtr())
-	released()
-	return s
+func (r *Response) Error() string { r.handle(); return r.message }
+
+// ErrorKind is what kind of failure Error was; false when none.
+func (r *Response) ErrorKind() (ErrorKind, bool) { r.handle(); return r.kind, r.failed }
+
+// ErrorCode is k6's error code: the failure's (ErrorKind.Code), else
+// 1000 + status for a 4xx/5xx response, else 0.
+func (r *Response) ErrorCode() uint32 {
+	r.handle()
+	switch {
+	case r.failed:
+		return r.kind.Code()
+	case r.status >= 400:
+		return 1000 + uint32(r.status)
+	}
+	return 0
 }
 
-// ErrorCode is k6's error code, 0 when none.
-func (r *Response) ErrorCode() uint32 { return witErrorCode(r.handle()) }
-
 // BodyLen is the bytes of the body, known even when it was discarded.
-func (r *Response) BodyLen() uint64 { return witBodyLen(r.handle()) }
+func (r *Response) BodyLen() uint64 { r.handle(); return r.bodyLen }
 
 // Body copies the body into the test (empty when discarded), once: the
 // engine writes it straight into the returned slice.
 func (r *Response) Body() []byte {
 	h := r.handle()
-	buf := reserve(witBodyLen(h))
+	buf := reserve(r.bodyLen)
 	witBody(h, retPtr())
 	ptr, n := u32At(retPtr(), 0), u32At(retPtr(), 4)
 	var b []byte
@@ -291,13 +300,7 @@ func (r *Request) ExpectedStatuses(ranges ...StatusRange) *Request {
 // with error code 1060 (1702 decoded).
 func (r *Request) MaxBodySize(n uint64) *Request { r.maxBody = &n; return r }
 
-func (r *Request) hasOptions() bool {
-	return r.redirects != nil || r.hasStatuses || r.Discard || r.keep
-}
-
-func (r *Request) hasLimits() bool { return r.maxBody != nil }
-
-// witRequest is `request` in the canonical ABI: 80 bytes, 8-aligned.
+// witRequest is `request` in the canonical ABI: 56 bytes, 4-aligned.
 type witRequest struct {
 	method, methodLen   uint32
 	url, urlLen         uint32
@@ -309,15 +312,14 @@ type witRequest struct {
 	nameTag             uint8
 	_                   [3]byte
 	name, nameLen       uint32
-	timeoutTag          uint8
-	_                   [7]byte
-	timeout             uint64
-	bodyMode            uint8
-	_                   [7]byte
 }
 
-// witOptions is `request-options`: 24 bytes, 4-aligned.
+// witOptions is `request-options`: 56 bytes, 8-aligned. A tag of 0 is
+// `none`, the run's setting.
 type witOptions struct {
+	timeoutTag            uint8
+	_                     [7]byte
+	timeout               uint64
 	redirectsTag          uint8
 	_                     [3]byte
 	redirects             uint32
@@ -326,35 +328,61 @@ type witOptions struct {
 	statuses, statusesLen uint32
 	bodyModeTag, bodyMode uint8
 	_                     [2]byte
+	maxBodyTag            uint8
+	_                     [7]byte
+	maxBody               uint64
 }
 
-// witLimits is `request-limits`: 16 bytes, 8-aligned.
-type witLimits struct {
-	maxBodyTag uint8
-	_          [7]byte
-	maxBody    uint64
-}
-
-// witWith is tuple<request, request-options>: 104 bytes.
-type witWith struct {
+// witPair is tuple<request, request-options>, what send takes and each
+// element of batch's list: 112 bytes, 8-aligned.
+type witPair struct {
 	req  witRequest
 	opts witOptions
 }
 
-// witWithLimits is tuple<request, request-options, request-limits>: 120 bytes.
-type witWithLimits struct {
-	req    witRequest
-	opts   witOptions
-	limits witLimits
+// witSent is `sent`: status u16 at 0, option<http-error> at 4 (its
+// error-kind at 8, message at 12), body-len at 24, the response handle at
+// 32; 40 bytes, 8-aligned.
+type witSent struct {
+	status          uint16
+	_               [2]byte
+	errorTag        uint8
+	lost            uint8 // padding in the ABI; set here when the message was lost (spill.go)
+	_               [2]byte
+	kind            uint8
+	_               [3]byte
+	message, msgLen uint32
+	_               [4]byte
+	bodyLen         uint64
+	handle          uint32
+	_               [4]byte
 }
+
+// The layouts above, held to the canonical ABI's sizes at compile time.
+var (
+	_ [unsafe.Sizeof(witRequest{}) - 56]byte
+	_ [56 - unsafe.Sizeof(witRequest{})]byte
+	_ [unsafe.Sizeof(witOptions{}) - 56]byte
+	_ [56 - unsafe.Sizeof(witOptions{})]byte
+	_ [unsafe.Sizeof(witPair{}) - 112]byte
+	_ [112 - unsafe.Sizeof(witPair{})]byte
+	_ [unsafe.Sizeof(witSent{}) - 40]byte
+	_ [40 - unsafe.Sizeof(witSent{})]byte
+	_ [unsafe.Offsetof(witPair{}.opts) - 56]byte
+	_ [56 - unsafe.Offsetof(witPair{}.opts)]byte
+	_ [unsafe.Offsetof(witSent{}.bodyLen) - 24]byte
+	_ [24 - unsafe.Offsetof(witSent{}.bodyLen)]byte
+)
 
 func ptr32(p unsafe.Pointer) uint32 { return uint32(uintptr(p)) }
 
-func (r *Request) lower(w *witRequest) {
+func (r *Request) lower(p *witPair) {
 	m, ml := strPtr(r.Method)
 	u, ul := strPtr(r.URL)
 	h, hl := lowerFields(r.Headers)
 	t, tl := lowerFields(r.Tags)
+	*p = witPair{}
+	w := &p.req
 	*w = witRequest{method: ptr32(m), methodLen: ml, url: ptr32(u), urlLen: ul,
 		headers: ptr32(h), headersLen: hl, tags: ptr32(t), tagsLen: tl}
 	if r.Body != nil {
@@ -364,14 +392,32 @@ func (r *Request) lower(w *witRequest) {
 		n, nl := strPtr(r.Name)
 		w.nameTag, w.name, w.nameLen = 1, ptr32(n), nl
 	}
-	if r.Timeout > 0 {
-		w.timeoutTag, w.timeout = 1, uint64(r.Timeout)
-	}
-	if r.Discard {
-		w.bodyMode = 1
-	}
 	// The lowered headers and tags are referenced only by address.
 	keepLowered = append(keepLowered, h, t)
+
+	o := &p.opts
+	if r.Timeout > 0 {
+		o.timeoutTag, o.timeout = 1, uint64(r.Timeout)
+	}
+	if r.redirects != nil {
+		o.redirectsTag, o.redirects = 1, *r.redirects
+	}
+	if r.hasStatuses {
+		o.statusesTag, o.statusesLen = 1, uint32(len(r.statuses))
+		if len(r.statuses) > 0 {
+			o.statuses = ptr32(unsafe.Pointer(unsafe.SliceData(r.statuses)))
+		}
+	}
+	// body-mode: keep = 0, discard = 1.
+	switch {
+	case r.Discard:
+		o.bodyModeTag, o.bodyMode = 1, 1
+	case r.keep:
+		o.bodyModeTag, o.bodyMode = 1, 0
+	}
+	if r.maxBody != nil {
+		o.maxBodyTag, o.maxBody = 1, *r.maxBody
+	}
 }
 
 // keepLowered holds lowered field lists until the call that uses them returns.
@@ -382,104 +428,98 @@ func loweredDone() {
 	keepLowered = keepLowered[:0]
 }
 
-func (r *Request) lowerOptions(o *witOptions) {
-	*o = witOptions{}
-	if r.redirects != nil {
-		o.redirectsTag, o.redirects = 1, *r.redirects
+// markLost flags the sent records among sents whose error message the
+// engine wrote to the spill area, and zeroes that area: Go may allocate
+// again once it returns (spill.go). Their message is then told in a few
+// words by lift. With TinyGo nothing is ever lost.
+func markLost(sents []witSent) {
+	if !spilled {
+		return
 	}
-	if r.hasStatuses {
-		o.statusesTag, o.statusesLen = 1, uint32(len(r.statuses))
-		if len(r.statuses) > 0 {
-			o.statuses = ptr32(unsafe.Pointer(unsafe.SliceData(r.statuses)))
+	for i := range sents {
+		if s := &sents[i]; s.errorTag != 0 && inSpill(s.message, s.msgLen) {
+			s.lost = 1
 		}
 	}
-	switch {
-	case r.Discard:
-		o.bodyModeTag, o.bodyMode = 1, 1
-	case r.keep:
-		o.bodyModeTag, o.bodyMode = 1, 0
+	unspill()
+}
+
+// lift makes the Response of a sent record, copying its error message.
+func (s *witSent) lift() *Response {
+	r := &Response{h: s.handle, live: true, status: s.status, bodyLen: s.bodyLen}
+	if s.errorTag != 0 {
+		r.failed, r.kind = true, ErrorKind(s.kind)
+		switch {
+		case s.lost != 0:
+			r.message = r.kind.String() + ": the engine's message of " + itoa(s.msgLen) +
+				" bytes did not fit in the test's memory"
+		case s.msgLen > 0:
+			r.message = string(unsafe.Slice((*byte)(unsafe.Pointer(uintptr(s.message))), s.msgLen))
+		}
+	}
+	open = append(open, r)
+	return r
+}
+
+// itoa is strconv.Itoa for a length, without the package.
+func itoa(n uint32) string {
+	var b [10]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
 	}
 }
 
-func (r *Request) lowerLimits(l *witLimits) {
-	*l = witLimits{}
-	if r.maxBody != nil {
-		l.maxBodyTag, l.maxBody = 1, *r.maxBody
-	}
-}
-
-// Send sends the request and waits for the whole response. It calls the
-// plainest import that carries what was set, so a test imports only what
-// it uses.
+// Send sends the request and waits for the whole response.
 func (r *Request) Send() *Response {
-	var h uint32
-	switch {
-	case r.hasLimits():
-		var w witWithLimits
-		r.lower(&w.req)
-		r.lowerOptions(&w.opts)
-		r.lowerLimits(&w.limits)
-		h = witSendWithLimits(unsafe.Pointer(&w))
-	case r.hasOptions():
-		var w witWith
-		r.lower(&w.req)
-		r.lowerOptions(&w.opts)
-		h = witSendWith(unsafe.Pointer(&w))
-	default:
-		var w witRequest
-		r.lower(&w)
-		h = witSend(unsafe.Pointer(&w))
-	}
+	var p witPair
+	r.lower(&p)
+	// The answer goes to the static return area: the engine writes it
+	// after calling cabi_realloc, which runs Go code that may move a
+	// goroutine's stack.
+	witSend(unsafe.Pointer(&p), retPtr())
+	runtime.KeepAlive(&p)
 	runtime.KeepAlive(r)
 	loweredDone()
-	return newResponse(h)
+	sent := (*witSent)(retPtr())
+	markLost(unsafe.Slice(sent, 1))
+	resp := sent.lift()
+	released()
+	return resp
 }
 
 // Batch sends requests in parallel; responses come back in the same
 // order. The run's --batch and --batch-per-host bound how many are in
 // flight.
 func Batch(reqs ...*Request) []*Response {
-	// The responses' handles: 4 bytes each, in a buffer of their own (a
-	// batch is not sent again as fetch would).
-	reserve(4 * uint64(len(reqs)))
-	limits, options := false, false
-	for _, r := range reqs {
-		limits = limits || r.hasLimits()
-		options = options || r.hasOptions()
+	if len(reqs) == 0 {
+		return []*Response{}
 	}
-	switch {
-	case limits:
-		ws := make([]witWithLimits, len(reqs))
-		for i, r := range reqs {
-			r.lower(&ws[i].req)
-			r.lowerOptions(&ws[i].opts)
-			r.lowerLimits(&ws[i].limits)
-		}
-		witBatchWithLimits(unsafe.Pointer(unsafe.SliceData(ws)), uint32(len(ws)), retPtr())
-		runtime.KeepAlive(ws)
-	case options:
-		ws := make([]witWith, len(reqs))
-		for i, r := range reqs {
-			r.lower(&ws[i].req)
-			r.lowerOptions(&ws[i].opts)
-		}
-		witBatchWith(unsafe.Pointer(unsafe.SliceData(ws)), uint32(len(ws)), retPtr())
-		runtime.KeepAlive(ws)
-	default:
-		ws := make([]witRequest, len(reqs))
-		for i, r := range reqs {
-			r.lower(&ws[i])
-		}
-		witBatch(unsafe.Pointer(unsafe.SliceData(ws)), uint32(len(ws)), retPtr())
-		runtime.KeepAlive(ws)
+	ps := make([]witPair, len(reqs))
+	for i, r := range reqs {
+		r.lower(&ps[i])
 	}
+	// The answers, 40 bytes each (8-aligned), in a buffer of their own: a
+	// batch is not sent again as fetch would. Their error messages go to
+	// the scratch buffer.
+	buf := reserve(40*uint64(len(reqs)) + 8)
+	witBatch(unsafe.Pointer(unsafe.SliceData(ps)), uint32(len(ps)), retPtr())
+	runtime.KeepAlive(ps)
 	runtime.KeepAlive(reqs)
 	loweredDone()
-	handles, n := u32At(retPtr(), 0), u32At(retPtr(), 4)
+	list, n := u32At(retPtr(), 0), u32At(retPtr(), 4)
+	sents := unsafe.Slice((*witSent)(unsafe.Pointer(uintptr(list))), n)
+	markLost(sents)
 	out := make([]*Response, n)
-	for i, h := range unsafe.Slice((*uint32)(unsafe.Pointer(uintptr(handles))), n) {
-		out[i] = newResponse(h)
+	for i := range sents {
+		out[i] = sents[i].lift()
 	}
+	runtime.KeepAlive(buf)
 	released()
 	return out
 }

@@ -56,3 +56,9 @@ func unspill() {
 		spillAt, spillUsed, spilled = 0, 0, false
 	}
 }
+
+// inSpill says whether the n bytes at ptr were written to the spill area
+// by the running call.
+func inSpill(ptr, n uint32) bool {
+	return spilled && n > 0 && uintptr(ptr) < spillAt+spillUsed && uintptr(ptr)+uintptr(n) > spillAt
+}

@@ -1,6 +1,6 @@
 // Package wload writes wload load tests in Go (Go ≥ 1.24 or TinyGo): a
 // Test registered with Register from an init function, exported as the
-// world wload:test through the go:wasmexport functions below.
+// world wload:test/test@0.2.0 through the go:wasmexport functions below.
 package wload
 
 import (
@@ -142,13 +142,24 @@ func exportSetup() unsafe.Pointer {
 	return p
 }
 
+// entryNames are the entry points in the order functions() gives them:
+// "default" first. Asked of the test once: the list must not change.
+func entryNames() []string {
+	if entries == nil {
+		entries = []string{"default"}
+		if e, ok := the().(Execs); ok {
+			entries = append(entries, e.Functions()...)
+		}
+	}
+	return entries
+}
+
+var entries []string
+
 //go:wasmexport functions
 func exportFunctions() unsafe.Pointer {
 	defer guard()
-	names := []string{"default"}
-	if e, ok := the().(Execs); ok {
-		names = append(names, e.Functions()...)
-	}
+	names := entryNames()
 	list := make([]uint32, 2*len(names))
 	for i, n := range names {
 		keep = append(keep, n)
@@ -164,26 +175,22 @@ func exportFunctions() unsafe.Pointer {
 
 var keepLists [][]uint32
 
+// exportIteration runs the entry point functions()[entry]: 0 is
+// Iteration, the others go to Exec by name.
+//
 //go:wasmexport iteration
-func exportIteration(execPtr unsafe.Pointer, execLen uint32) unsafe.Pointer {
+func exportIteration(entry uint32) unsafe.Pointer {
 	defer guard()
 	defer closeResponses()
-	if spilled {
-		// The engine wrote the name to the spill area, which must be
-		// zeroed before anything is allocated (spill.go).
-		released()
-		return resultUnit(fmt.Errorf("an entry point's name is longer than the %d bytes it may have", len(scratch)))
+	names := entryNames()
+	if uint64(entry) >= uint64(len(names)) {
+		return resultUnit(fmt.Errorf("this test has no entry point number %d; it exports %s", entry, strings.Join(names, ", ")))
 	}
-	exec := string(unsafe.Slice((*byte)(execPtr), execLen))
-	released()
 	t := the()
-	if exec == "default" {
+	if entry == 0 {
 		return resultUnit(t.Iteration(setupData()))
 	}
-	if e, ok := t.(Execs); ok {
-		return resultUnit(e.Exec(exec, setupData()))
-	}
-	return resultUnit(fmt.Errorf("this test has no entry point named %q", exec))
+	return resultUnit(t.(Execs).Exec(names[entry], setupData()))
 }
 
 //go:wasmexport teardown
