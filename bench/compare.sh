@@ -15,7 +15,9 @@
 #                      wrk and oha: plain GETs)
 #   sleep-N            N VUs each doing GET + sleep 1 s (wload and k6), the
 #                      scale sweep: CPU per iteration at each N against the
-#                      1,000-VU run; both tools connect from the source
+#                      1,000-VU run (wload: also a run twice as long,
+#                      whose difference with the first is the steady state,
+#                      start-up cancelled); both tools connect from the source
 #                      addresses 127.0.0.2-127.0.0.9 (--local-ips), so that
 #                      no source address holds more than ~14,000 of the
 #                      connections to nginx (past that Linux's connect()
@@ -267,6 +269,12 @@ if [[ "$skip" != *" sleep "* ]]; then
   for vus in 1 $sleep_vus; do
     wload_cmd "$vus" hello.wasm -e SLEEP_MS=1000 --local-ips "$local_ips"
     run "sleep-$vus" wload "$vus" $((duration + 120)) -- "${cmd[@]}"
+    if [ "$vus" -ge 1000 ]; then
+      # The same run for twice as long: the difference of the two is the
+      # steady state, the VUs' start-up (instances, connections) cancelled.
+      duration=$((2 * duration)) wload_cmd "$vus" hello.wasm -e SLEEP_MS=1000 --local-ips "$local_ips"
+      run "sleep2x-$vus" wload "$vus" $((2 * duration + 120)) -- "${cmd[@]}"
+    fi
     if [ "$vus" -le "$k6_max_vus" ]; then
       k6_cmd "$vus" hello.js -e SLEEP_MS=1000 --local-ips "$local_ips"
       run "sleep-$vus" k6 "$vus" $((duration + 300)) -- "${cmd[@]}"
