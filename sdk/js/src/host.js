@@ -1,13 +1,11 @@
-// The raw imports of the world `wload:test`, guarded: at build time the
-// SDK's own top level runs inside the snapshotting step (wizer), where the
-// engine is not there to answer, so a host call then gets a clear error
-// instead of a trap with no explanation. The script's top level runs later,
-// per VU (exports.js).
+// The engine's imports (the world `wload:test@0.2.0`), guarded: the SDK's
+// own top level runs during pre-initialisation (the snapshot the build
+// takes), where the engine is not there to answer, so a host call then
+// gets a clear error instead of a trap with no explanation. The script's
+// top level runs later, per VU (exports.js). `wload:host` is the native
+// module of the QuickJS runtime (sdk/js/runtime/src/host.rs).
 
-import * as wit_http from 'wload:test/http@0.1.0';
-import * as wit_checks from 'wload:test/checks@0.1.0';
-import * as wit_metrics from 'wload:test/metrics@0.1.0';
-import * as wit_vu from 'wload:test/vu@0.1.0';
+import * as wit from 'wload:host';
 
 let running = false;
 
@@ -25,105 +23,142 @@ function guard(what) {
   }
 }
 
-/** A WIT `result` error (thrown by the bindings) as a plain Error. */
-function rethrow(e) {
-  throw new Error(e && e.payload !== undefined ? String(e.payload) : String(e));
+/**
+ * A response in the engine: the status, error and body length came with
+ * it; the rest is asked for when read. `release()` frees the engine's
+ * buffer.
+ */
+class Handle {
+  constructor(sent) {
+    this._sent = sent;
+    this._h = sent.handle;
+  }
+  status() {
+    return this._sent.status;
+  }
+  error() {
+    return this._sent.error ? this._sent.error.message : undefined;
+  }
+  /** k6's `error_code`: the failure's code, else 1000 + a 4xx/5xx status, else 0. */
+  errorCode() {
+    if (this._sent.error) return this._sent.error.code;
+    return this._sent.status >= 400 ? 1000 + this._sent.status : 0;
+  }
+  bodyLen() {
+    return this._sent.bodyLen;
+  }
+  url() {
+    return wit.respUrl(this._h);
+  }
+  timings() {
+    return wit.respTimings(this._h);
+  }
+  headers() {
+    return wit.respHeaders(this._h);
+  }
+  header(name) {
+    return wit.respHeader(this._h, name);
+  }
+  proto() {
+    return wit.respProto(this._h);
+  }
+  tlsVersion() {
+    return wit.respTlsVersion(this._h);
+  }
+  redirects() {
+    return wit.respRedirects(this._h);
+  }
+  text() {
+    return wit.respText(this._h);
+  }
+  body() {
+    return wit.respBody(this._h);
+  }
+  release() {
+    wit.respRelease(this._h);
+  }
 }
 
 export const http = {
-  /**
-   * One request; `opts` (a WIT `request-options`) and `limits` (a WIT
-   * `request-limits`) only when set. The plainest call that carries them,
-   * as the Rust SDK makes (there it keeps a test's imports to what it uses;
-   * componentize-js imports the whole world whatever is called).
-   */
-  send(req, opts, limits) {
+  /** One request (a WIT `request`) with its `request-options` (or null: the run's). */
+  send(req, opts) {
     guard('an HTTP request');
-    if (limits) return wit_http.sendWithLimits(req, opts || {}, limits);
-    return opts ? wit_http.sendWith(req, opts) : wit_http.send(req);
+    return new Handle(wit.send(req, opts));
   },
-  /** Requests in parallel; `opts[i]` and `limits[i]` go with `reqs[i]`, when any is set. */
-  batch(reqs, opts, limits) {
+  /** Requests in parallel; `opts[i]` goes with `reqs[i]`. */
+  batch(reqs, opts) {
     guard('an HTTP request');
-    if (limits.some((l) => l)) {
-      return wit_http.batchWithLimits(reqs.map((r, i) => [r, opts[i] || {}, limits[i] || {}]));
-    }
-    if (!opts.some((o) => o)) return wit_http.batch(reqs);
-    return wit_http.batchWith(reqs.map((r, i) => [r, opts[i] || {}]));
+    return wit.batch(reqs.map((r, i) => [r, opts[i]])).map((s) => new Handle(s));
   },
   cookies(url) {
     guard('the cookie jar');
-    return wit_http.cookies(url);
+    return wit.cookies(url);
   },
   setCookie(url, cookie) {
     guard('the cookie jar');
-    try {
-      wit_http.setCookie(url, cookie);
-    } catch (e) {
-      rethrow(e);
-    }
+    wit.setCookie(url, cookie);
   },
   clearCookies() {
     guard('the cookie jar');
-    wit_http.clearCookies();
+    wit.clearCookies();
   },
 };
 
 export const checks = {
   check(name, ok, tags) {
     guard('check()');
-    return wit_checks.check(name, ok, tags);
+    return wit.check(name, ok, tags);
   },
 };
 
 export const metrics = {
   define(name, kind, isTime) {
     guard(`new metric ${JSON.stringify(name)}`);
-    return wit_metrics.define(name, kind, isTime);
+    return wit.define(name, kind, isTime);
   },
   add(id, value, tags) {
     guard('adding to a metric');
-    wit_metrics.add(id, value, tags);
+    wit.add(id, value, tags);
   },
 };
 
 export const vu = {
   id() {
     guard('__VU');
-    return wit_vu.id();
+    return wit.vuId();
   },
   iteration() {
     guard('__ITER');
-    return Number(wit_vu.iteration());
+    return wit.vuIteration();
   },
   scenario() {
     guard('the scenario name');
-    return wit_vu.scenario();
+    return wit.scenario();
   },
   sleep(seconds) {
     guard('sleep()');
-    wit_vu.sleep(BigInt(Math.max(0, Math.round(seconds * 1e9))));
+    wit.sleep(seconds);
   },
   env(key) {
     guard(`__ENV.${String(key)}`);
-    return wit_vu.env(key);
+    return wit.env(key);
   },
   setupData() {
     guard('setup data');
-    return wit_vu.setupData();
+    return wit.setupData();
   },
   log(level, message) {
-    if (running) wit_vu.log(level, message);
+    if (running) wit.log(level, message);
   },
   reportPanic(message) {
-    if (running) wit_vu.reportPanic(message);
+    if (running) wit.reportPanic(message);
   },
   groupEnter(name) {
     guard('group()');
-    wit_vu.groupEnter(name);
+    wit.groupEnter(name);
   },
   groupExit() {
-    if (running) wit_vu.groupExit();
+    if (running) wit.groupExit();
   },
 };
 
