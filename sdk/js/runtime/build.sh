@@ -51,7 +51,7 @@ python3 - <<'EOS' > wload-js-runtime.sources
 import hashlib, os
 root = os.path.abspath('..')
 files = ['runtime/Cargo.toml', 'runtime/Cargo.lock', 'runtime/.cargo/config.toml', 'runtime/build.sh']
-for d in ['runtime/src', 'src']:
+for d in ['runtime/src', 'runtime/js']:
     files += sorted(os.path.join(d, f) for f in os.listdir(os.path.join(root, d)) if os.path.isfile(os.path.join(root, d, f)))
 h = hashlib.sha256()
 for f in files:

@@ -1,7 +1,7 @@
 // Turns a k6-style script module (`export default function`, `export const
 // options`, `setup`, `teardown`, named scenario functions) into the exports
-// of the world `wload:test@0.2.0`. The runtime (sdk/js/runtime) passes a
-// function evaluating the script here.
+// of the world `wload:test`. The build tool generates an entry that passes
+// a function evaluating the script here.
 
 import { markRunning, vu } from './host.js';
 import { releaseResponses } from './http.js';
@@ -50,17 +50,6 @@ export function makeExports(load) {
     }
   }
 
-  let names;
-  /** The entry points: `default`, then the other exported functions. */
-  function entries() {
-    if (names === undefined) {
-      const script = module();
-      const named = Object.keys(script).filter((k) => typeof script[k] === 'function' && !RESERVED.has(k));
-      names = ['default', ...named];
-    }
-    return names;
-  }
-
   let setupData;
   let setupDataRead = false;
   function data() {
@@ -90,15 +79,14 @@ export function makeExports(load) {
       }
     },
     functions() {
-      return orPanic(entries);
+      const script = orPanic(module);
+      const named = Object.keys(script).filter((k) => typeof script[k] === 'function' && !RESERVED.has(k));
+      return ['default', ...named];
     },
-    /** `entry`: the index of the function in `functions()`. */
-    iteration(entry) {
+    iteration(exec) {
       let fn;
-      let exec;
       try {
         const script = module();
-        exec = entries()[entry];
         fn = exec === 'default' ? script.default : RESERVED.has(exec) ? undefined : script[exec];
       } catch (e) {
         throw errorText(e);

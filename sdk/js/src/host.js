@@ -1,11 +1,13 @@
-// The engine's imports (the world `wload:test@0.2.0`), guarded: the SDK's
-// own top level runs during pre-initialisation (the snapshot the build
-// takes), where the engine is not there to answer, so a host call then
-// gets a clear error instead of a trap with no explanation. The script's
-// top level runs later, per VU (exports.js). `wload:host` is the native
-// module of the QuickJS runtime (sdk/js/runtime/src/host.rs).
+// The raw imports of the world `wload:test`, guarded: at build time the
+// SDK's own top level runs inside the snapshotting step (wizer), where the
+// engine is not there to answer, so a host call then gets a clear error
+// instead of a trap with no explanation. The script's top level runs later,
+// per VU (exports.js).
 
-import * as wit from 'wload:host';
+import * as wit_http from 'wload:test/http@0.1.0';
+import * as wit_checks from 'wload:test/checks@0.1.0';
+import * as wit_metrics from 'wload:test/metrics@0.1.0';
+import * as wit_vu from 'wload:test/vu@0.1.0';
 
 let running = false;
 
@@ -23,142 +25,105 @@ function guard(what) {
   }
 }
 
-/**
- * A response in the engine: the status, error and body length came with
- * it; the rest is asked for when read. `release()` frees the engine's
- * buffer.
- */
-class Handle {
-  constructor(sent) {
-    this._sent = sent;
-    this._h = sent.handle;
-  }
-  status() {
-    return this._sent.status;
-  }
-  error() {
-    return this._sent.error ? this._sent.error.message : undefined;
-  }
-  /** k6's `error_code`: the failure's code, else 1000 + a 4xx/5xx status, else 0. */
-  errorCode() {
-    if (this._sent.error) return this._sent.error.code;
-    return this._sent.status >= 400 ? 1000 + this._sent.status : 0;
-  }
-  bodyLen() {
-    return this._sent.bodyLen;
-  }
-  url() {
-    return wit.respUrl(this._h);
-  }
-  timings() {
-    return wit.respTimings(this._h);
-  }
-  headers() {
-    return wit.respHeaders(this._h);
-  }
-  header(name) {
-    return wit.respHeader(this._h, name);
-  }
-  proto() {
-    return wit.respProto(this._h);
-  }
-  tlsVersion() {
-    return wit.respTlsVersion(this._h);
-  }
-  redirects() {
-    return wit.respRedirects(this._h);
-  }
-  text() {
-    return wit.respText(this._h);
-  }
-  body() {
-    return wit.respBody(this._h);
-  }
-  release() {
-    wit.respRelease(this._h);
-  }
+/** A WIT `result` error (thrown by the bindings) as a plain Error. */
+function rethrow(e) {
+  throw new Error(e && e.payload !== undefined ? String(e.payload) : String(e));
 }
 
 export const http = {
-  /** One request (a WIT `request`) with its `request-options` (or null: the run's). */
-  send(req, opts) {
+  /**
+   * One request; `opts` (a WIT `request-options`) and `limits` (a WIT
+   * `request-limits`) only when set. The plainest call that carries them,
+   * as the Rust SDK makes (there it keeps a test's imports to what it uses;
+   * componentize-js imports the whole world whatever is called).
+   */
+  send(req, opts, limits) {
     guard('an HTTP request');
-    return new Handle(wit.send(req, opts));
+    if (limits) return wit_http.sendWithLimits(req, opts || {}, limits);
+    return opts ? wit_http.sendWith(req, opts) : wit_http.send(req);
   },
-  /** Requests in parallel; `opts[i]` goes with `reqs[i]`. */
-  batch(reqs, opts) {
+  /** Requests in parallel; `opts[i]` and `limits[i]` go with `reqs[i]`, when any is set. */
+  batch(reqs, opts, limits) {
     guard('an HTTP request');
-    return wit.batch(reqs.map((r, i) => [r, opts[i]])).map((s) => new Handle(s));
+    if (limits.some((l) => l)) {
+      return wit_http.batchWithLimits(reqs.map((r, i) => [r, opts[i] || {}, limits[i] || {}]));
+    }
+    if (!opts.some((o) => o)) return wit_http.batch(reqs);
+    return wit_http.batchWith(reqs.map((r, i) => [r, opts[i] || {}]));
   },
   cookies(url) {
     guard('the cookie jar');
-    return wit.cookies(url);
+    return wit_http.cookies(url);
   },
   setCookie(url, cookie) {
     guard('the cookie jar');
-    wit.setCookie(url, cookie);
+    try {
+      wit_http.setCookie(url, cookie);
+    } catch (e) {
+      rethrow(e);
+    }
   },
   clearCookies() {
     guard('the cookie jar');
-    wit.clearCookies();
+    wit_http.clearCookies();
   },
 };
 
 export const checks = {
   check(name, ok, tags) {
     guard('check()');
-    return wit.check(name, ok, tags);
+    return wit_checks.check(name, ok, tags);
   },
 };
 
 export const metrics = {
   define(name, kind, isTime) {
     guard(`new metric ${JSON.stringify(name)}`);
-    return wit.define(name, kind, isTime);
+    return wit_metrics.define(name, kind, isTime);
   },
   add(id, value, tags) {
     guard('adding to a metric');
-    wit.add(id, value, tags);
+    wit_metrics.add(id, value, tags);
   },
 };
 
 export const vu = {
   id() {
     guard('__VU');
-    return wit.vuId();
+    return wit_vu.id();
   },
   iteration() {
     guard('__ITER');
-    return wit.vuIteration();
+    return Number(wit_vu.iteration());
   },
   scenario() {
     guard('the scenario name');
-    return wit.scenario();
+    return wit_vu.scenario();
   },
   sleep(seconds) {
     guard('sleep()');
-    wit.sleep(seconds);
+    wit_vu.sleep(BigInt(Math.max(0, Math.round(seconds * 1e9))));
   },
   env(key) {
     guard(`__ENV.${String(key)}`);
-    return wit.env(key);
+    return wit_vu.env(key);
   },
   setupData() {
     guard('setup data');
-    return wit.setupData();
+    return wit_vu.setupData();
   },
   log(level, message) {
-    if (running) wit.log(level, message);
+    if (running) wit_vu.log(level, message);
   },
   reportPanic(message) {
-    if (running) wit.reportPanic(message);
+    if (running) wit_vu.reportPanic(message);
   },
   groupEnter(name) {
     guard('group()');
-    wit.groupEnter(name);
+    wit_vu.groupEnter(name);
   },
   groupExit() {
-    if (running) wit.groupExit();
+    if (running) wit_vu.groupExit();
   },
 };
 

@@ -1,13 +1,27 @@
 // `import http from 'wload/http'`: k6's http module over the engine's
 // instrumented client. Responses are read lazily: a field is asked of the
 // engine when the script first uses it, so a body nobody reads never
-// crosses into the guest (see `Response`). Every per-request setting (timeout,
-// redirects, expected statuses, body mode, body size) goes in the one
-// `request-options` record of `wload:test@0.2.0`.
+// crosses into the guest (see `Response`). Per-request options
+// beyond the 0.1.0 `request` record (redirects, expected statuses) go
+// through `send-with`/`batch-with`, and limits (`maxBodySize`) through
+// `send-with-limits`/`batch-with-limits`, only when a script sets them.
 
 import { http as host, fields } from './host.js';
 
 const NS_PER_MS = 1e6;
+
+function timings(t) {
+  const ms = (ns) => Number(ns) / NS_PER_MS;
+  return {
+    blocked: ms(t.blocked),
+    connecting: ms(t.connecting),
+    tls_handshaking: ms(t.tlsHandshaking),
+    sending: ms(t.sending),
+    waiting: ms(t.waiting),
+    receiving: ms(t.receiving),
+    duration: ms(t.duration),
+  };
+}
 
 /** k6 header names: Canonical-Case. */
 function canonical(name) {
@@ -71,9 +85,9 @@ function cookiesOf(fields) {
  * made it ends.
  */
 export class Response {
-  constructor(handle, request, discard) {
+  constructor(handle, request) {
     this._handle = handle;
-    this._discard = discard;
+    this._discard = request.bodyMode === 'discard';
     this._fields = {};
     this.request = { method: request.method, url: request.url };
     open.add(this);
@@ -85,7 +99,7 @@ export class Response {
     if (handle === undefined) return;
     this._handle = undefined;
     open.delete(this);
-    handle.release();
+    if (typeof handle[Symbol.dispose] === 'function') handle[Symbol.dispose]();
   }
 
   /** The field `key`, read through `read(handle)` the first time. */
@@ -115,7 +129,7 @@ export class Response {
     return this._field('error_code', (h) => h.errorCode());
   }
   get timings() {
-    return this._field('timings', (h) => h.timings());
+    return this._field('timings', (h) => timings(h.timings()));
   }
   /** Canonical-Case names; repeated fields joined with ", ", as k6 does. */
   get headers() {
@@ -248,20 +262,19 @@ function encodeBody(body, headers) {
     const form = Object.entries(body)
       .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
       .join('&');
-    return form;
+    return new TextEncoder().encode(form);
   }
-  // Strings cross as they are; the engine sends them as UTF-8.
-  return String(body);
+  return new TextEncoder().encode(String(body));
 }
 
 /** A k6 duration (`"10s"`, `"500ms"`, or milliseconds as a number) in ns. */
 function timeoutNs(t) {
   if (t === undefined || t === null) return undefined;
-  if (typeof t === 'number') return Math.round(t * NS_PER_MS);
+  if (typeof t === 'number') return BigInt(Math.round(t * NS_PER_MS));
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(String(t).trim());
   if (!m) throw new Error(`invalid timeout ${JSON.stringify(t)}: use "500ms", "10s", "1m" or milliseconds`);
   const unit = { ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 }[m[2]];
-  return Math.round(Number(m[1]) * unit);
+  return BigInt(Math.round(Number(m[1]) * unit));
 }
 
 /** What `http.expectedStatuses` returns: the statuses that count as expected. */
@@ -321,33 +334,34 @@ function buildRequest(method, url, body, params = {}) {
     body: encodeBody(body, headers),
     tags: fields(tags),
     name,
+    timeout: timeoutNs(params.timeout),
+    bodyMode: params.responseType === 'none' ? 'discard' : 'keep',
   };
   const expected = 'responseCallback' in params ? expectedOf(params.responseCallback) : defaultExpected;
   const redirects = params.redirects;
   if (redirects !== undefined && !(Number.isInteger(redirects) && redirects >= 0)) {
     throw new Error(`redirects must be a whole number >= 0, not ${JSON.stringify(redirects)}`);
   }
+  // An explicit `responseType: 'text'` keeps the body against the run's
+  // `discardResponseBodies`, as in k6.
+  const keep = params.responseType === 'text' || params.responseType === 'binary';
+  const opts =
+    expected === undefined && redirects === undefined && !keep
+      ? null
+      : { maxRedirects: redirects, expectedStatuses: expected, bodyMode: keep ? 'keep' : undefined };
   const maxBodySize = params.maxBodySize;
   if (maxBodySize !== undefined && !(Number.isSafeInteger(maxBodySize) && maxBodySize >= 0)) {
     throw new Error(`maxBodySize must be a whole number of bytes >= 0, not ${JSON.stringify(maxBodySize)}`);
   }
-  // `responseType: 'none'` discards the body; an explicit 'text' or
-  // 'binary' keeps it against the run's `discardResponseBodies`, as in k6.
-  const rt = params.responseType;
-  const bodyMode = rt === 'none' ? 'discard' : rt === 'text' || rt === 'binary' ? 'keep' : undefined;
-  const timeout = timeoutNs(params.timeout);
-  const opts =
-    expected === undefined && redirects === undefined && bodyMode === undefined && timeout === undefined &&
-    maxBodySize === undefined
-      ? null
-      : { timeoutNs: timeout, maxRedirects: redirects, expectedStatuses: expected, bodyMode, maxBodySize };
-  return { req, opts, discard: bodyMode === 'discard' };
+  // WIT `u64` is a BigInt in the bindings.
+  const limits = maxBodySize === undefined ? null : { maxBodySize: BigInt(maxBodySize) };
+  return { req, opts, limits };
 }
 
 /** `http.request(method, url, body, params)`. */
 export function request(method, url, body, params) {
-  const { req, opts, discard } = buildRequest(method, url, body, params);
-  return new Response(host.send(req, opts), req, discard);
+  const { req, opts, limits } = buildRequest(method, url, body, params);
+  return new Response(host.send(req, opts, limits), req);
 }
 
 export function get(url, params) {
@@ -390,7 +404,8 @@ export function batch(requests) {
   const built = list.map(batchEntry);
   const reqs = built.map((b) => b.req);
   const opts = built.map((b) => b.opts);
-  const responses = host.batch(reqs, opts).map((h, i) => new Response(h, reqs[i], built[i].discard));
+  const limits = built.map((b) => b.limits);
+  const responses = host.batch(reqs, opts, limits).map((h, i) => new Response(h, reqs[i]));
   if (!keys) return responses;
   return Object.fromEntries(keys.map((k, i) => [k, responses[i]]));
 }

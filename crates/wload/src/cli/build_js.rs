@@ -304,7 +304,7 @@ fn runtime_sources() -> Vec<PathBuf> {
         root.join("runtime/.cargo/config.toml"),
         root.join("runtime/build.sh"),
     ];
-    for dir in ["runtime/src", "src"] {
+    for dir in ["runtime/src", "runtime/js"] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
             .expect("the runtime's sources")
             .map(|e| e.expect("a directory entry").path())

@@ -58,10 +58,10 @@ fn with_response<'js, T>(
 fn release(handle: u32) {
     RESPONSES.with(|t| {
         let mut t = t.borrow_mut();
-        if let Some(slot) = t.slots.get_mut(handle as usize) {
-            if slot.take().is_some() {
-                t.free.push(handle);
-            }
+        if let Some(slot) = t.slots.get_mut(handle as usize)
+            && slot.take().is_some()
+        {
+            t.free.push(handle);
         }
     })
 }

@@ -10,7 +10,7 @@
 //! build.rs): the engine's builder instantiates this module with WASI
 //! preview 1 (the script's files readable, `WLOAD_JS_MAIN` naming the
 //! script), calls [`wload_js_init`], which starts QuickJS, evaluates the
-//! SDK (sdk/js/src, built in) and compiles the script and every module it
+//! SDK (sdk/js/runtime/js, built in) and compiles the script and every module it
 //! imports without running them, then snapshots the memory (wizer) and
 //! makes the module a component with the preview 1 adapter. Each VU's
 //! instance starts from that snapshot and runs the script's top level on
@@ -65,8 +65,12 @@ const MAX_STACK: usize = 192 * 1024;
 /// file the text names is imported but not given (the builder reads it
 /// and starts again, in a fresh instance); 2 the script cannot be
 /// compiled, the text says why.
+///
+/// # Safety
+/// `ptr` must point at `len` readable bytes (the builder's `cabi_realloc`
+/// allocation).
 #[unsafe(export_name = "wload-js-init")]
-pub extern "C" fn wload_js_init(ptr: *const u8, len: usize) -> *const u8 {
+pub unsafe extern "C" fn wload_js_init(ptr: *const u8, len: usize) -> *const u8 {
     // SAFETY: the builder wrote `len` bytes at `ptr`, allocated with
     // `cabi_realloc`.
     let input = unsafe { std::slice::from_raw_parts(ptr, len) };

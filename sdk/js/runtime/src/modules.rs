@@ -1,5 +1,5 @@
 //! Module names and sources: k6's modules (`k6`, `k6/http`, ...) are the
-//! SDK's files built in (sdk/js/src), `wload:host` is the engine
+//! SDK's files built in (sdk/js/runtime/js), `wload:host` is the engine
 //! ([`crate::host`]), and relative or absolute imports are the script's
 //! files, which the builder gives during pre-initialisation only. Every
 //! module is compiled then and stays in the snapshot; a VU evaluates the
@@ -13,15 +13,12 @@ use rquickjs::{Ctx, Error, Module, Result, qjs};
 
 /// The SDK's modules: canonical name and source.
 const BUILTIN: &[(&str, &str)] = &[
-    ("wload", include_str!("../../src/index.js")),
-    ("wload/http", include_str!("../../src/http.js")),
-    ("wload/metrics", include_str!("../../src/metrics.js")),
-    ("wload/execution", include_str!("../../src/execution.js")),
-    ("wload-internal:host", include_str!("../../src/host.js")),
-    (
-        "wload-internal:exports",
-        include_str!("../../src/exports.js"),
-    ),
+    ("wload", include_str!("../js/index.js")),
+    ("wload/http", include_str!("../js/http.js")),
+    ("wload/metrics", include_str!("../js/metrics.js")),
+    ("wload/execution", include_str!("../js/execution.js")),
+    ("wload-internal:host", include_str!("../js/host.js")),
+    ("wload-internal:exports", include_str!("../js/exports.js")),
 ];
 
 /// The SDK's files by the names they import each other with.
@@ -113,28 +110,27 @@ pub struct Resolver;
 
 impl QjsResolver for Resolver {
     fn resolve<'js>(&mut self, ctx: &Ctx<'js>, base: &str, name: &str) -> Result<String> {
-        if is_sdk(base) {
-            if let Some((_, canonical)) = BUILTIN_FILES.iter().find(|(f, _)| *f == name) {
-                return Ok((*canonical).to_owned());
-            }
+        if is_sdk(base)
+            && let Some((_, canonical)) = BUILTIN_FILES.iter().find(|(f, _)| *f == name)
+        {
+            return Ok((*canonical).to_owned());
         }
         if let Some(sub) = name
             .strip_prefix("k6")
             .or_else(|| name.strip_prefix("wload"))
+            && (sub.is_empty() || sub.starts_with('/'))
         {
-            if sub.is_empty() || sub.starts_with('/') {
-                let canonical = format!("wload{sub}");
-                if BUILTIN.iter().any(|(n, _)| *n == canonical) {
-                    return Ok(canonical);
-                }
-                return Err(message(
-                    ctx,
-                    &format!(
-                        "wload has no module {name} (it has k6, k6/http, k6/metrics, \
-                         k6/execution; also as wload, wload/http, ...)"
-                    ),
-                ));
+            let canonical = format!("wload{sub}");
+            if BUILTIN.iter().any(|(n, _)| *n == canonical) {
+                return Ok(canonical);
             }
+            return Err(message(
+                ctx,
+                &format!(
+                    "wload has no module {name} (it has k6, k6/http, k6/metrics, \
+                     k6/execution; also as wload, wload/http, ...)"
+                ),
+            ));
         }
         if name == "wload:host" || name == "wload-internal:exports" {
             return Ok(name.to_owned());
