@@ -20,6 +20,23 @@ function errorText(e) {
 }
 
 /**
+ * Every VU starts from the same snapshot, where QuickJS seeded its
+ * `Math.random` once: left alone, every VU would draw the same numbers.
+ * Replaced, on the VU's first call, by a generator (mulberry32) seeded
+ * from the clock and the VU's id.
+ */
+function reseedRandom() {
+  let state = (Math.imul(vu.id() + 1, 0x9e3779b1) ^ Date.now() ^ (Date.now() / 4294967296)) >>> 0;
+  Math.random = function random() {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
  * The world's exports for the script that `load()` evaluates. The script's
  * top level runs on the first call from the engine, inside the VU's own
  * instance, as k6 runs the init code once per VU: it may read `__ENV`,
@@ -32,6 +49,7 @@ export function makeExports(load) {
   function module() {
     if (script === undefined) {
       markRunning();
+      reseedRandom();
       const loaded = load();
       if (typeof loaded.default !== 'function') {
         throw new Error('the script has no `export default function`: wload runs it once per iteration');
