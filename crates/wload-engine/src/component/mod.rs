@@ -23,7 +23,7 @@ use wasmtime::component::Component;
 use wasmtime::{Engine, Precompiled};
 
 pub use cache::Cache;
-pub use core::has_component_metadata;
+pub use core::{has_component_metadata, to_component};
 pub use world::{Entries, VersionedPre, VersionedTest, World};
 
 use crate::WasmtimeResult;

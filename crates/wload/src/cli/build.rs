@@ -1,10 +1,11 @@
 //! `wload run script.js` and `wload run test.py`: a k6 user types one
 //! command, so a JavaScript or Python test is built into a component on the
-//! way to the run, with the SDK built into this binary (extracted into the
-//! cache directory, its npm packages or componentize-py installed there
-//! once), and the component is cached by the content of the script, every
-//! file it reads and the SDK, so the second run starts at once without Node
-//! or Python.
+//! way to the run, with the SDK built into this binary, and the component
+//! is cached by the content of the script, every file it reads and the
+//! SDK, so the second run starts at once. JavaScript is built in-process
+//! with the QuickJS runtime (build_js.rs, no Node.js); Python's SDK is
+//! extracted into the cache directory and componentize-py installed there
+//! once.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +29,7 @@ impl Lang {
     /// engine reads those as they are.
     pub fn of(path: &Path) -> Option<Lang> {
         match path.extension()?.to_str()? {
-            "js" | "mjs" | "cjs" | "ts" | "mts" => Some(Lang::JavaScript),
+            "js" | "mjs" | "cjs" => Some(Lang::JavaScript),
             "py" => Some(Lang::Python),
             _ => None,
         }
@@ -41,10 +42,11 @@ impl Lang {
         }
     }
 
-    /// The SDK's files, as committed in sdk/js and sdk/python.
+    /// The SDK's files, as committed in sdk/python; JavaScript's are in
+    /// the runtime (build_js.rs), named by the hash of its sources.
     fn sdk(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Lang::JavaScript => JS_SDK,
+            Lang::JavaScript => &[("runtime", super::build_js::RUNTIME_SOURCES)],
             Lang::Python => PYTHON_SDK,
         }
     }
@@ -55,20 +57,6 @@ macro_rules! sdk_files {
         &[$(($file, include_str!(concat!("../../../../sdk/", $root, "/", $file)))),*]
     };
 }
-
-const JS_SDK: &[(&str, &str)] = sdk_files!("js":
-    "package.json",
-    "package-lock.json",
-    "bin/wload-js.mjs",
-    "src/execution.js",
-    "src/exports.js",
-    "src/host.js",
-    "src/http.js",
-    "src/index.js",
-    "src/metrics.js",
-    "wit/scenario.wit",
-    "wit/test.wit",
-);
 
 const PYTHON_SDK: &[(&str, &str)] = sdk_files!("python":
     "wload_build.py",
@@ -95,7 +83,10 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
     let root = Cache::default_dir().context(
         "no cache directory for the built component: set WLOAD_CACHE_DIR (or HOME, XDG_CACHE_HOME)",
     )?;
-    let sdk_hash = sdk_hash(lang);
+    let mut sdk_hash = sdk_hash(lang);
+    if lang == Lang::JavaScript && std::env::var_os(super::build_js::RUNTIME_ENV).is_some() {
+        sdk_hash = hex(&Sha256::digest(super::build_js::runtime()?));
+    }
     let mut key = Sha256::new();
     key.update(lang.tag());
     key.update(&sdk_hash);
@@ -110,7 +101,10 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
         return Ok(wasm);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let sdk = install_sdk(lang, &root.join("sdk"), &sdk_hash)?;
+    let sdk = match lang {
+        Lang::JavaScript => PathBuf::new(),
+        Lang::Python => install_sdk(lang, &root.join("sdk"), &sdk_hash)?,
+    };
     eprintln!(
         "wload: building {} into a component (cached after this run)",
         script.display()
@@ -118,7 +112,7 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
     let started = Instant::now();
     let tmp = dir.join(format!("{key}.wasm.{}", std::process::id()));
     let built = match lang {
-        Lang::JavaScript => build_js(&sdk, &script, &tmp),
+        Lang::JavaScript => super::build_js::build(&script, &tmp),
         Lang::Python => build_python(&sdk, &script, &tmp),
     };
     let inputs = match built {
@@ -205,22 +199,8 @@ fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let installed = match lang {
-        Lang::JavaScript => {
-            eprintln!(
-                "wload: installing the JavaScript SDK's packages (componentize-js, esbuild) \
-                 with npm into {} (once)",
-                dir.display()
-            );
-            let mut npm = Command::new("npm");
-            npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                .current_dir(&work);
-            run(
-                npm,
-                "npm",
-                NODE_MISSING,
-                "npm ci (it fetches the SDK's packages from the npm registry)",
-            )
-        }
+        // Built in-process: nothing to install.
+        Lang::JavaScript => Ok(()),
         // componentize-py goes in a venv of its own (python_venv), only
         // when WLOAD_PYTHON does not name an interpreter that has it.
         Lang::Python => Ok(()),
@@ -238,10 +218,6 @@ fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
     }
     Ok(dir)
 }
-
-const NODE_MISSING: &str = "`wload run` builds a JavaScript test with Node.js 20 or later and \
-     npm: install them (e.g. `apt-get install nodejs npm`, or from https://nodejs.org), or build \
-     the component elsewhere with `wload-js build` and run the .wasm";
 
 const PYTHON_MISSING: &str = "`wload run` builds a Python test with Python 3.11 or later and its \
      venv module: install them (e.g. `apt-get install python3 python3-venv`), set WLOAD_PYTHON \
@@ -264,32 +240,6 @@ fn run(mut cmd: Command, program: &str, missing: &str, step: &str) -> Result<()>
         }
         Err(e) => bail!("cannot run {program}: {e}"),
     }
-}
-
-/// `wload-js build`; the inputs are the files esbuild bundled.
-fn build_js(sdk: &Path, script: &Path, out: &Path) -> Result<Vec<String>> {
-    let inputs_file = out.with_extension("inputs");
-    let mut node = Command::new("node");
-    node.arg(sdk.join("bin/wload-js.mjs"))
-        .arg("build")
-        .arg(script)
-        .arg("-o")
-        .arg(out)
-        .arg("--inputs")
-        .arg(&inputs_file);
-    let built = run(
-        node,
-        "node",
-        NODE_MISSING,
-        &format!("building {}", script.display()),
-    );
-    let inputs = built.and_then(|()| {
-        let text = std::fs::read(&inputs_file)
-            .with_context(|| format!("wload-js wrote no {}", inputs_file.display()))?;
-        serde_json::from_slice::<Vec<String>>(&text).context("wload-js wrote unreadable inputs")
-    });
-    let _ = std::fs::remove_file(&inputs_file);
-    inputs
 }
 
 /// `<cache>/sdk/python-venv-<version>`: a virtual environment with
@@ -386,7 +336,7 @@ mod tests {
     fn the_language_comes_from_the_extension() {
         assert_eq!(Lang::of(Path::new("a/script.js")), Some(Lang::JavaScript));
         assert_eq!(Lang::of(Path::new("script.mjs")), Some(Lang::JavaScript));
-        assert_eq!(Lang::of(Path::new("script.ts")), Some(Lang::JavaScript));
+        assert_eq!(Lang::of(Path::new("script.ts")), None);
         assert_eq!(Lang::of(Path::new("test.py")), Some(Lang::Python));
         assert_eq!(Lang::of(Path::new("test.wasm")), None);
         assert_eq!(Lang::of(Path::new("test.cwasm")), None);

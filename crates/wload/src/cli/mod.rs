@@ -3,6 +3,7 @@
 //! environment variables > the test's own `options()`.
 
 mod build;
+mod build_js;
 mod k8s;
 mod plugin;
 mod remote;
