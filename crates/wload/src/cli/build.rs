@@ -35,6 +35,21 @@ impl Lang {
         }
     }
 
+    /// What to do instead, for a script `wload run` does not build: a
+    /// TypeScript file (the QuickJS runtime compiles JavaScript only).
+    pub fn unsupported(path: &Path) -> Option<String> {
+        let ext = path.extension()?.to_str()?;
+        matches!(ext, "ts" | "mts" | "cts").then(|| {
+            format!(
+                "{}: `wload run` builds JavaScript, not TypeScript, from source; build the \
+                 TypeScript with the JS SDK (`npx wload-js build {} -o test.wasm`, Node.js; \
+                 docs/sdk-js.md) and run the .wasm, or strip the types into a .js file",
+                path.display(),
+                path.display()
+            )
+        })
+    }
+
     fn tag(self) -> &'static str {
         match self {
             Lang::JavaScript => "js",
@@ -337,6 +352,12 @@ mod tests {
         assert_eq!(Lang::of(Path::new("a/script.js")), Some(Lang::JavaScript));
         assert_eq!(Lang::of(Path::new("script.mjs")), Some(Lang::JavaScript));
         assert_eq!(Lang::of(Path::new("script.ts")), None);
+        assert!(
+            Lang::unsupported(Path::new("script.ts")).is_some_and(|m| m.contains("wload-js build"))
+        );
+        assert!(Lang::unsupported(Path::new("script.mts")).is_some());
+        assert_eq!(Lang::unsupported(Path::new("script.js")), None);
+        assert_eq!(Lang::unsupported(Path::new("test.wasm")), None);
         assert_eq!(Lang::of(Path::new("test.py")), Some(Lang::Python));
         assert_eq!(Lang::of(Path::new("test.wasm")), None);
         assert_eq!(Lang::of(Path::new("test.cwasm")), None);

@@ -678,6 +678,9 @@ pub async fn main() -> Result<u8> {
         Command::Run { test, load } => {
             // A script is run (and uploaded) as the component built from it,
             // shown by the script's name.
+            if let Some(instead) = build::Lang::unsupported(&test) {
+                bail!(instead);
+            }
             let (component, source) = match build::Lang::of(&test) {
                 Some(lang) => {
                     let built = build::component(&test, lang, load.no_cache)?;
