@@ -165,17 +165,24 @@ impl CompiledTest {
         })?;
         let (kind, world) = check_world(engine, &component)
             .with_context(|| format!("{name} is not a wload test or plugin"))?;
+        let nested_calls = !with.is_empty()
+            && component
+                .component_type()
+                .imports(engine)
+                .any(|(name, _)| name == host::js_plugins::INTERFACE);
         let needs = match component.resources_required() {
             Some(r) => InstanceNeeds {
                 memories: r.num_memories,
                 tables: r.num_tables,
                 table_elements: usize::try_from(r.max_initial_table_size.unwrap_or(0))
                     .unwrap_or(usize::MAX),
+                nested_calls,
             },
             None => InstanceNeeds {
                 memories: 4,
                 tables: 4,
                 table_elements: 10_000,
+                nested_calls,
             },
         };
         Ok(CompiledTest {

@@ -90,10 +90,21 @@ impl VersionedPre {
             VersionedPre::V0_1(pre) => {
                 VersionedTest::V0_1(pre.instantiate_async(store).await.anyhow()?)
             }
-            VersionedPre::V0_2 { pre, entries } => VersionedTest::V0_2 {
-                test: pre.instantiate_async(store).await.anyhow()?,
-                entries: entries.clone(),
-            },
+            VersionedPre::V0_2 { pre, entries } => {
+                let instance = pre
+                    .instance_pre()
+                    .instantiate_async(&mut *store)
+                    .await
+                    .anyhow()?;
+                let test = v0_2::Test::new(&mut *store, &instance).anyhow()?;
+                // Kept for the calls the host makes into the instance
+                // (a JavaScript test's plugins, host/js_plugins.rs).
+                store.data_mut().instance = Some(instance);
+                VersionedTest::V0_2 {
+                    test,
+                    entries: entries.clone(),
+                }
+            }
         })
     }
 }

@@ -16,6 +16,7 @@
 mod checks;
 mod group;
 mod http;
+pub mod js_plugins;
 mod metrics;
 mod record;
 pub mod v0_2;
@@ -153,6 +154,10 @@ pub struct VuState {
     /// Metric ids below this are known to be defined (see `metrics.rs`).
     metrics_known: u32,
     wasi: Option<Box<WasiCtx>>,
+    /// The VU's own instance of a 0.2 test, for calls the host makes into
+    /// it on the guest's behalf (a JavaScript test's library plugins,
+    /// [`js_plugins`]).
+    pub instance: Option<wasmtime::component::Instance>,
 }
 
 impl VuState {
@@ -182,6 +187,7 @@ impl VuState {
             spawn_requests: sandbox.slots >= http::SPAWN_FROM_VUS,
             metrics_known: 0,
             wasi: None,
+            instance: None,
         }
     }
 
@@ -252,6 +258,7 @@ pub fn linker(engine: &Engine) -> Result<Linker<VuState>> {
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     Test::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)?;
     v0_2::add_to_linker(&mut linker)?;
+    js_plugins::add_to_linker(&mut linker)?;
     Ok(linker)
 }
 

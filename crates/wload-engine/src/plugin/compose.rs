@@ -79,7 +79,7 @@ pub fn take_from_options(
 /// types its exports use) and WASI's. Everything else must come from a
 /// plugin.
 pub fn host_provides(name: &str) -> bool {
-    ["wload:test/", "wload:scenario/", "wasi:"]
+    ["wload:test/", "wload:scenario/", "wload:js/", "wasi:"]
         .iter()
         .any(|prefix| name.starts_with(prefix))
 }
@@ -124,8 +124,15 @@ pub fn compose(test_name: &str, test: &[u8], libraries: &[Library]) -> Result<Ve
     }
 
     let links = links(&graph, test_id, test_name, libraries, &libs)?;
+    // A JavaScript test calls its plugins through the host (wload:js/
+    // plugins), which finds their functions among the composition's
+    // exports: every interface of every plugin is exported for it.
+    let dynamic = graph.types()[graph[test_id].ty()]
+        .imports
+        .keys()
+        .any(|name| name == crate::host::js_plugins::INTERFACE);
     for (i, lib) in libraries.iter().enumerate() {
-        if !links.iter().any(|l| l.library == i) {
+        if !dynamic && !links.iter().any(|l| l.library == i) {
             bail!(
                 "{test_name} imports nothing the plugin {} exports ({}); leave it out of --with",
                 lib.name(),
@@ -156,9 +163,27 @@ pub fn compose(test_name: &str, test: &[u8], libraries: &[Library]) -> Result<Ve
         .keys()
         .cloned()
         .collect();
-    for name in exports {
-        let export = graph.alias_instance_export(test_instance, &name)?;
-        graph.export(export, &name)?;
+    for name in &exports {
+        let export = graph.alias_instance_export(test_instance, name)?;
+        graph.export(export, name)?;
+    }
+    if dynamic {
+        let mut exported: Vec<(String, usize)> = Vec::new();
+        for (i, &lib) in libs.iter().enumerate() {
+            for name in interface_exports(&graph, lib) {
+                if let Some((_, other)) = exported.iter().find(|(n, _)| *n == name) {
+                    bail!(
+                        "both {} and {} export {name}; give only one of them with --with",
+                        libraries[*other].name(),
+                        libraries[i].name()
+                    );
+                }
+                let instance = *instances[i].get_or_insert_with(|| graph.instantiate(lib));
+                let export = graph.alias_instance_export(instance, &name)?;
+                graph.export(export, &name)?;
+                exported.push((name, i));
+            }
+        }
     }
     graph
         .encode(EncodeOptions {
@@ -340,6 +365,42 @@ pub fn library_exports(library: &Library) -> Result<Option<Vec<String>>> {
     }
     refuse_foreign_imports(&graph, id, library)?;
     Ok(Some(interfaces))
+}
+
+/// For a JavaScript test's build: the interface of `library` that gives
+/// the test's import `import` (`wload:session/login@0.1.0`, or a
+/// semver-compatible version of it), as the plugin names it, with its
+/// functions' names (kebab-case, as in the WIT); `None` when the plugin
+/// exports no such interface.
+pub fn interface_functions(
+    library: &Library,
+    import: &str,
+) -> Result<Option<(String, Vec<String>)>> {
+    let mut graph = CompositionGraph::new();
+    let pkg = Package::from_bytes(
+        "wload:plugin-0",
+        None,
+        library.bytes.clone(),
+        graph.types_mut(),
+    )
+    .with_context(|| format!("{} is not a WebAssembly component", library.name()))?;
+    let id = graph.register_package(pkg)?;
+    let types = graph.types();
+    let base = split_version(import).0;
+    let found = types[graph[id].ty()].exports.iter().find(|(name, _)| {
+        split_version(name).0 == base
+            && (name.as_str() == import || are_semver_compatible(name, import))
+    });
+    let Some((name, ItemKind::Instance(interface))) = found else {
+        return Ok(None);
+    };
+    let functions = types[*interface]
+        .exports
+        .iter()
+        .filter(|(_, kind)| matches!(kind, ItemKind::Func(_)))
+        .map(|(name, _)| name.clone())
+        .collect();
+    Ok(Some((name.clone(), functions)))
 }
 
 /// A plugin may import only what the host provides: plugins are not

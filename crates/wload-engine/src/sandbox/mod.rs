@@ -55,6 +55,10 @@ pub struct InstanceNeeds {
     pub memories: u32,
     pub tables: u32,
     pub table_elements: usize,
+    /// Whether the host calls into the instance while it waits on a host
+    /// call (a JavaScript test's plugins, host/js_plugins.rs): that call
+    /// runs on a second fiber stack.
+    pub nested_calls: bool,
 }
 
 /// Fiber stack of a VU: host futures are polled on it.
@@ -114,7 +118,7 @@ impl Sandbox {
             .total_core_instances(slots.saturating_mul(16))
             .total_memories(slots.saturating_mul(needs.memories.max(1)))
             .total_tables(slots.saturating_mul(needs.tables.max(1)))
-            .total_stacks(slots)
+            .total_stacks(slots.saturating_mul(1 + u32::from(needs.nested_calls)))
             .max_memories_per_component(needs.memories.max(1))
             .max_tables_per_component(needs.tables.max(1))
             .max_memories_per_module(needs.memories.max(1))
