@@ -12,17 +12,16 @@
 //! looks like to wload.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use wload_target::TargetServer;
 
-use crate::languages::{lang_dir, must, npm_sdk_once};
+use crate::languages::{lang_dir, must};
 use crate::support::{Finished, guest, plugin, repo_root, run_exporting, scratch, server, wload};
 
-/// A JS build takes minutes on a loaded machine.
+/// A first run compiles the test (a minute on a loaded machine).
 const LIMIT: Duration = Duration::from_secs(300);
 
 /// Each VU's iterations: every fifth logs out, so a VU of 5 logs in once
@@ -79,18 +78,17 @@ fn session() -> PathBuf {
 fn js_login() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let sdk = npm_sdk_once();
         let example = repo_root().join("examples/js/login");
         let out = lang_dir().join("js-login.wasm");
-        let mut node = Command::new("node");
-        node.arg(sdk.join("bin/wload-js.mjs"))
+        let mut build = wload();
+        build
             .arg("build")
             .arg(example.join("script.js"))
-            .arg("--wit")
-            .arg(example.join("wit"))
+            .arg("--with")
+            .arg(session())
             .arg("-o")
             .arg(&out);
-        must(node, "wload-js build examples/js/login");
+        must(build, "wload build examples/js/login --with session.wasm");
         out
     })
 }
@@ -308,5 +306,42 @@ fn mismatches_are_refused_naming_the_tests_import_and_the_plugins_export() {
     assert!(
         composed_entries(&cache).is_empty(),
         "a refused composition is not cached"
+    );
+}
+
+/// The JavaScript example run from its source with the plugin, as a user
+/// runs it: the build reads the plugin's interface from the plugin, and
+/// the run links the same plugin.
+#[test]
+fn a_javascript_script_run_from_source_logs_in_through_the_plugin() {
+    let server = server();
+    let cache = scratch("compose-js-source-cache");
+    let script = repo_root().join("examples/js/login/script.js");
+    let run = run_login("compose-js-source", &script, With::Flag, &server, &cache);
+    assert_logged_in(&run, &server, 1);
+}
+
+/// A script that imports a plugin's interface is refused at its build
+/// when no plugin given exports it, naming the interface and `--with`,
+/// and nothing is sent.
+#[test]
+fn a_javascript_script_without_its_plugin_is_refused_at_the_build() {
+    let server = server();
+    let cache = scratch("compose-js-without-cache");
+    let script = repo_root().join("examples/js/login/script.js");
+    let run = run_login(
+        "compose-js-without",
+        &script,
+        With::Nothing,
+        &server,
+        &cache,
+    );
+    assert_refused(
+        &run,
+        &server,
+        &[
+            "imports wload:session/login@0.1.0, a plugin's interface, and no plugin was given",
+            "--with PLUGIN.wasm",
+        ],
     );
 }

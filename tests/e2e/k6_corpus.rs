@@ -217,6 +217,18 @@ fn k6_post_json_cookies_and_redirects() {
     assert_eq!(run.metric("http_req_failed", "value"), 0.0);
 }
 
+/// TypeScript runs as it is, as in k6: esbuild (installed with npm into
+/// the cache once) strips the types, the JavaScript build does the rest.
+#[test]
+fn k6_typescript_runs_as_it_is() {
+    let _serial = serial();
+    let server = server();
+    let script = pointed_at("k6-corpus-typescript", "typescript.ts", &server.base_url());
+    let run = run_script("k6_typescript", &script, &server.base_url(), "");
+    assert_eq!(server.stats.requests(), 6);
+    assert_eq!(run.check("typed status is 200"), (6, 0));
+}
+
 /// JavaScript is built in-process (the QuickJS runtime is in the binary):
 /// with nothing on PATH a k6 script still builds and runs. Python, which
 /// needs an interpreter, says what to install and sends nothing.

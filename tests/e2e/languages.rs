@@ -88,25 +88,18 @@ impl Built {
     }
 }
 
-/// The JS SDK, installed once per test process.
-pub(crate) fn npm_sdk_once() -> &'static Path {
-    static SDK: OnceLock<PathBuf> = OnceLock::new();
-    SDK.get_or_init(|| npm_sdk("js"))
-}
-
 pub(crate) fn javascript() -> &'static Built {
     static BUILT: OnceLock<Built> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let sdk = npm_sdk_once();
         let build = |example: &str| {
             let out = lang_dir().join(format!("js-{example}.wasm"));
-            let mut node = Command::new("node");
-            node.arg(sdk.join("bin/wload-js.mjs"))
+            let mut build = wload();
+            build
                 .arg("build")
                 .arg(repo_root().join(format!("examples/js/{example}/script.js")))
                 .arg("-o")
                 .arg(&out);
-            must(node, &format!("wload-js build examples/js/{example}"));
+            must(build, &format!("wload build examples/js/{example}"));
             out
         };
         Built {

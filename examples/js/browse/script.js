@@ -3,8 +3,8 @@
 // Same as examples/rust/browse, plus setup data: setup() reads the target
 // once and every VU receives the result.
 //
-//   node ../../../sdk/js/bin/wload-js.mjs build script.js -o browse.wasm   (after `npm ci` in sdk/js)
-//   wload run browse.wasm --vus 1000 --duration 30s -e BASE_URL=http://127.0.0.1:8080
+//   wload run script.js --vus 1000 --duration 30s -e BASE_URL=http://127.0.0.1:8080   (builds it first, cached)
+//   wload build script.js -o browse.wasm   (the component, to keep or ship)
 
 import http from 'wload/http';
 import { check, sleep } from 'wload';

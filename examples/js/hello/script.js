@@ -2,8 +2,8 @@
 // status, and count the bytes received in a custom metric. No sleep: each
 // VU sends requests back to back. Same as examples/rust/hello.
 //
-//   node ../../../sdk/js/bin/wload-js.mjs build script.js -o hello.wasm   (after `npm ci` in sdk/js)
-//   wload run hello.wasm --vus 10 --duration 10s -e BASE_URL=http://127.0.0.1:8080
+//   wload run script.js --vus 10 --duration 10s -e BASE_URL=http://127.0.0.1:8080   (builds it first, cached)
+//   wload build script.js -o hello.wasm   (the component, to keep or ship)
 
 import http from 'wload/http';
 import { check } from 'wload';

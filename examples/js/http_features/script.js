@@ -13,8 +13,8 @@
 // - `batch`, `compress`, `error`, `keep`, `options`, `repeated`, `lazy`,
 //   `metrics`, `groups`, `vu`, `fail`: as in Rust (docs/parity.md lists what each exercises).
 //
-//   node ../../../sdk/js/bin/wload-js.mjs build script.js -o http_features.wasm
-//   wload run http_features.wasm --iterations 3 -e MODE=redirect -e BASE_URL=http://127.0.0.1:8080
+//   wload run script.js --iterations 3 -e MODE=redirect -e BASE_URL=http://127.0.0.1:8080   (builds it first, cached)
+//   wload build script.js -o http_features.wasm   (the component, to keep or ship)
 
 import http from 'k6/http';
 import { check, group, sleep } from 'k6';

@@ -5,8 +5,8 @@
 // It imports only k6's modules, so k6 runs the same file for the
 // comparison (`k6 run script.js`).
 //
-//   node ../../../sdk/js/bin/wload-js.mjs build script.js -o idle.wasm   (after `npm ci` in sdk/js)
-//   wload run idle.wasm --vus 1000 --duration 10s -e BASE_URL=http://127.0.0.1:8080
+//   wload run script.js --vus 1000 --duration 10s -e BASE_URL=http://127.0.0.1:8080   (builds it first, cached)
+//   wload build script.js -o idle.wasm   (the component, to keep or ship)
 
 import http from 'k6/http';
 import { check, sleep } from 'k6';

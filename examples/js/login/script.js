@@ -5,13 +5,12 @@
 // session's header every iteration, and logs out (to log in again) every
 // fifth.
 //
-//   node ../../../sdk/js/bin/wload-js.mjs build script.js --wit wit -o login.wasm   (after `npm ci` in sdk/js)
-//   wload run login.wasm --with session.wasm --vus 10 --duration 30s -e BASE_URL=http://127.0.0.1:8080
+//   wload run script.js --with session.wasm --vus 10 --duration 30s -e BASE_URL=http://127.0.0.1:8080
 //
-// `--wit wit` builds against wit/world.wit: wload's world plus the
-// plugin's interface. The plugin's functions are camelCase in JS
-// (`auth-header` is `authHeader`), its record is an object, and an
-// `err` result is thrown.
+// The build (in `wload run`, or `wload build script.js --with
+// session.wasm -o login.wasm`) reads the plugin's interface from the
+// plugin itself. Its functions are camelCase in JS (`auth-header` is
+// `authHeader`), its record is an object, and an `err` result is thrown.
 
 import http from 'wload/http';
 import { check } from 'wload';

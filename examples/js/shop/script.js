@@ -4,8 +4,8 @@
 // group's time is a `group_duration` sample, and the summary lists the
 // checks under their groups.
 //
-//   node ../../../sdk/js/bin/wload-js.mjs build script.js -o shop.wasm   (after `npm ci` in sdk/js)
-//   wload run shop.wasm --vus 10 --duration 30s -e BASE_URL=http://127.0.0.1:8080
+//   wload run script.js --vus 10 --duration 30s -e BASE_URL=http://127.0.0.1:8080   (builds it first, cached)
+//   wload build script.js -o shop.wasm   (the component, to keep or ship)
 
 import http from 'wload/http';
 import { check, group } from 'wload';

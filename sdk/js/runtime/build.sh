@@ -51,6 +51,8 @@ python3 - <<'EOS' > wload-js-runtime.sources
 import hashlib, os
 root = os.path.abspath('..')
 files = ['runtime/Cargo.toml', 'runtime/Cargo.lock', 'runtime/.cargo/config.toml', 'runtime/build.sh']
+# The WIT it is bound to (wit_bindgen::generate! in src/lib.rs).
+files += ['../../wit/test-0.2/test.wit', '../../wit/js/plugins.wit']
 for d in ['runtime/src', 'runtime/js']:
     files += sorted(os.path.join(d, f) for f in os.listdir(os.path.join(root, d)) if os.path.isfile(os.path.join(root, d, f)))
 h = hashlib.sha256()

@@ -21,6 +21,8 @@ use wload_engine::component::Cache;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lang {
     JavaScript,
+    /// Built as JavaScript once esbuild stripped the types (build_ts.rs).
+    TypeScript,
     Python,
 }
 
@@ -30,29 +32,16 @@ impl Lang {
     pub fn of(path: &Path) -> Option<Lang> {
         match path.extension()?.to_str()? {
             "js" | "mjs" | "cjs" => Some(Lang::JavaScript),
+            "ts" | "mts" | "cts" => Some(Lang::TypeScript),
             "py" => Some(Lang::Python),
             _ => None,
         }
     }
 
-    /// What to do instead, for a script `wload run` does not build: a
-    /// TypeScript file (the QuickJS runtime compiles JavaScript only).
-    pub fn unsupported(path: &Path) -> Option<String> {
-        let ext = path.extension()?.to_str()?;
-        matches!(ext, "ts" | "mts" | "cts").then(|| {
-            format!(
-                "{}: `wload run` builds JavaScript, not TypeScript, from source; build the \
-                 TypeScript with the JS SDK (`npx wload-js build {} -o test.wasm`, Node.js; \
-                 docs/sdk-js.md) and run the .wasm, or strip the types into a .js file",
-                path.display(),
-                path.display()
-            )
-        })
-    }
-
     fn tag(self) -> &'static str {
         match self {
             Lang::JavaScript => "js",
+            Lang::TypeScript => "ts",
             Lang::Python => "python",
         }
     }
@@ -62,6 +51,10 @@ impl Lang {
     fn sdk(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Lang::JavaScript => &[("runtime", super::build_js::RUNTIME_SOURCES)],
+            Lang::TypeScript => &[
+                ("runtime", super::build_js::RUNTIME_SOURCES),
+                ("esbuild", super::build_ts::ESBUILD),
+            ],
             Lang::Python => PYTHON_SDK,
         }
     }
@@ -89,8 +82,9 @@ const PYTHON_SDK: &[(&str, &str)] = sdk_files!("python":
 const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 
 /// The component to run for `script`, built unless the cache has it
-/// (`rebuild`: build even so, for `--no-cache`).
-pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
+/// (`rebuild`: build even so, for `--no-cache`); a JavaScript script's
+/// imports of plugin interfaces are given by the library plugins `with`.
+pub fn component(script: &Path, lang: Lang, rebuild: bool, with: &[PathBuf]) -> Result<PathBuf> {
     let text =
         std::fs::read(script).with_context(|| format!("cannot read {}", script.display()))?;
     let script = std::fs::canonicalize(script)
@@ -99,7 +93,9 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
         "no cache directory for the built component: set WLOAD_CACHE_DIR (or HOME, XDG_CACHE_HOME)",
     )?;
     let mut sdk_hash = sdk_hash(lang);
-    if lang == Lang::JavaScript && std::env::var_os(super::build_js::RUNTIME_ENV).is_some() {
+    if matches!(lang, Lang::JavaScript | Lang::TypeScript)
+        && std::env::var_os(super::build_js::RUNTIME_ENV).is_some()
+    {
         sdk_hash = hex(&Sha256::digest(super::build_js::runtime()?));
     }
     let mut key = Sha256::new();
@@ -108,6 +104,10 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
     key.update(script.as_os_str().as_encoded_bytes());
     key.update([0]);
     key.update(&text);
+    for plugin in with {
+        key.update([0]);
+        key.update(plugin.as_os_str().as_encoded_bytes());
+    }
     let key = hex(&key.finalize());
     let dir = root.join("scripts");
     let wasm = dir.join(format!("{key}.wasm"));
@@ -118,6 +118,7 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let sdk = match lang {
         Lang::JavaScript => PathBuf::new(),
+        Lang::TypeScript => root.join("sdk"),
         Lang::Python => install_sdk(lang, &root.join("sdk"), &sdk_hash)?,
     };
     eprintln!(
@@ -127,7 +128,8 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool) -> Result<PathBuf> {
     let started = Instant::now();
     let tmp = dir.join(format!("{key}.wasm.{}", std::process::id()));
     let built = match lang {
-        Lang::JavaScript => super::build_js::build(&script, &tmp),
+        Lang::JavaScript => super::build_js::build(&script, &tmp, with),
+        Lang::TypeScript => super::build_ts::build(&sdk, &script, &tmp, with),
         Lang::Python => build_python(&sdk, &script, &tmp),
     };
     let inputs = match built {
@@ -214,8 +216,9 @@ fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let installed = match lang {
-        // Built in-process: nothing to install.
-        Lang::JavaScript => Ok(()),
+        // Built in-process: nothing to install (esbuild, for TypeScript,
+        // is installed by build_ts.rs).
+        Lang::JavaScript | Lang::TypeScript => Ok(()),
         // componentize-py goes in a venv of its own (python_venv), only
         // when WLOAD_PYTHON does not name an interpreter that has it.
         Lang::Python => Ok(()),
@@ -351,13 +354,8 @@ mod tests {
     fn the_language_comes_from_the_extension() {
         assert_eq!(Lang::of(Path::new("a/script.js")), Some(Lang::JavaScript));
         assert_eq!(Lang::of(Path::new("script.mjs")), Some(Lang::JavaScript));
-        assert_eq!(Lang::of(Path::new("script.ts")), None);
-        assert!(
-            Lang::unsupported(Path::new("script.ts")).is_some_and(|m| m.contains("wload-js build"))
-        );
-        assert!(Lang::unsupported(Path::new("script.mts")).is_some());
-        assert_eq!(Lang::unsupported(Path::new("script.js")), None);
-        assert_eq!(Lang::unsupported(Path::new("test.wasm")), None);
+        assert_eq!(Lang::of(Path::new("script.ts")), Some(Lang::TypeScript));
+        assert_eq!(Lang::of(Path::new("script.mts")), Some(Lang::TypeScript));
         assert_eq!(Lang::of(Path::new("test.py")), Some(Lang::Python));
         assert_eq!(Lang::of(Path::new("test.wasm")), None);
         assert_eq!(Lang::of(Path::new("test.cwasm")), None);

@@ -7,15 +7,14 @@
 //! then starts from the snapshot and runs the script's top level itself.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-#[cfg(test)]
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use wasmtime::{Caller, Engine, Extern, Instance, Linker, Module, Store, Val};
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
+use wload_engine::plugin::compose::{self, Library};
 
 /// The runtime, as built by sdk/js/runtime/build.sh.
 pub const RUNTIME: &[u8] = include_bytes!("../../../../sdk/js/runtime/wload-js-runtime.wasm");
@@ -42,8 +41,9 @@ pub fn runtime() -> Result<std::borrow::Cow<'static, [u8]>> {
     }
 }
 
-/// Build `script` into the component written to `out`; the files read.
-pub fn build(script: &Path, out: &Path) -> Result<Vec<String>> {
+/// Build `script` into the component written to `out`, its imports of
+/// plugin interfaces given by the library plugins `with`; the files read.
+pub fn build(script: &Path, out: &Path, with: &[PathBuf]) -> Result<Vec<String>> {
     let main = script
         .to_str()
         .with_context(|| format!("{} is not a UTF-8 path", script.display()))?
@@ -54,6 +54,11 @@ pub fn build(script: &Path, out: &Path) -> Result<Vec<String>> {
         std::fs::read(script).with_context(|| format!("cannot read {}", script.display()))?,
     );
 
+    let mut read = vec![main.clone()];
+    let mut plugins = Plugins {
+        paths: with,
+        read: Vec::new(),
+    };
     let runtime = runtime()?;
     let mut wizer = Wizer::new();
     wizer.init_func(INIT);
@@ -85,9 +90,16 @@ pub fn build(script: &Path, out: &Path) -> Result<Vec<String>> {
                 break (store, instance);
             }
             Answer::Need(path) => {
-                let source = std::fs::read(&path).with_context(|| {
-                    format!("cannot read {path}, which the script imports (directly or not)")
-                })?;
+                let source = if is_interface(&path) {
+                    let (module, plugin) = plugins.module(&path)?;
+                    read.push(plugin);
+                    module.into_bytes()
+                } else {
+                    read.push(path.clone());
+                    std::fs::read(&path).with_context(|| {
+                        format!("cannot read {path}, which the script imports (directly or not)")
+                    })?
+                };
                 if files.insert(path.clone(), source).is_some() {
                     bail!("the JavaScript runtime asked for {path} twice");
                 }
@@ -107,7 +119,89 @@ pub fn build(script: &Path, out: &Path) -> Result<Vec<String>> {
     let component = wload_engine::component::to_component(&snapshot)
         .context("the pre-initialised JavaScript runtime cannot be made a component")?;
     std::fs::write(out, component).with_context(|| format!("cannot write {}", out.display()))?;
-    Ok(files.into_keys().collect())
+    read.sort();
+    read.dedup();
+    Ok(read)
+}
+
+/// A WIT interface's name (`ns:pkg/iface@version`), which the runtime
+/// asks for as a module: a library plugin's (sdk/js/runtime/src/
+/// modules.rs tells them apart the same way).
+fn is_interface(name: &str) -> bool {
+    match name.split_once('/') {
+        Some((package, iface)) => {
+            package.contains(':') && !iface.is_empty() && !iface.starts_with('/')
+        }
+        None => false,
+    }
+}
+
+/// The library plugins given to the build (`--with`), read when the
+/// script first imports an interface.
+struct Plugins<'a> {
+    paths: &'a [PathBuf],
+    read: Vec<Library>,
+}
+
+impl Plugins<'_> {
+    /// The module that stands for the interface `import` in the script:
+    /// its functions (camelCase) call the plugin's through the host
+    /// (wit/js/plugins.wit); with the plugin's path.
+    fn module(&mut self, import: &str) -> Result<(String, String)> {
+        if self.read.is_empty() {
+            for path in self.paths {
+                self.read.push(Library::read(path)?);
+            }
+        }
+        for library in &self.read {
+            let Some((name, functions)) = compose::interface_functions(library, import)? else {
+                continue;
+            };
+            return Ok((
+                interface_module(&name, &functions, library),
+                library.path.display().to_string(),
+            ));
+        }
+        let given = match self.paths {
+            [] => "no plugin was given".to_owned(),
+            paths => format!(
+                "none of {} exports it",
+                paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        bail!(
+            "the script imports {import}, a plugin's interface, and {given}: give the plugin \
+             that exports it with --with PLUGIN.wasm"
+        )
+    }
+}
+
+/// JavaScript for the interface `name` of `library` with `functions`.
+fn interface_module(name: &str, functions: &[String], library: &Library) -> String {
+    use std::fmt::Write;
+    let quoted = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
+    let mut js = format!(
+        "// {name}, exported by the plugin {}: written by wload's build, each\n\
+         // function calls the plugin's through the host (wit/js/plugins.wit).\n\
+         import {{ pluginCall }} from 'wload:host';\n\
+         const call = (f, args) => pluginCall({}, f, JSON.stringify(args));\n",
+        library.path.display(),
+        quoted(name)
+    );
+    let mut names = Vec::with_capacity(functions.len());
+    for (i, f) in functions.iter().enumerate() {
+        let _ = writeln!(js, "const f{i} = (...args) => call({}, args);", quoted(f));
+        names.push(format!(
+            "f{i} as {}",
+            wload_engine::host::js_plugins::camel_case(f)
+        ));
+    }
+    let _ = writeln!(js, "export {{ {} }};", names.join(", "));
+    js
 }
 
 enum Answer {
@@ -303,6 +397,9 @@ fn runtime_sources() -> Vec<PathBuf> {
         root.join("runtime/Cargo.lock"),
         root.join("runtime/.cargo/config.toml"),
         root.join("runtime/build.sh"),
+        // The WIT it is bound to (wit_bindgen::generate! in src/lib.rs).
+        root.join("../../wit/test-0.2/test.wit"),
+        root.join("../../wit/js/plugins.wit"),
     ];
     for dir in ["runtime/src", "runtime/js"] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))

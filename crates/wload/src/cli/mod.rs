@@ -4,6 +4,7 @@
 
 mod build;
 mod build_js;
+mod build_ts;
 mod k8s;
 mod plugin;
 mod remote;
@@ -54,8 +55,9 @@ pub struct Cli {
 enum Command {
     /// Run a test or a scenario plugin (a .wasm component, or a .cwasm
     /// from `wload compile`); a plugin takes its parameters with -p. A
-    /// JavaScript (.js, .mjs, .ts) or Python (.py) test is built into a
-    /// component first, with Node.js or Python, and the build is cached.
+    /// JavaScript (.js, .mjs) or TypeScript (.ts, esbuild from npm) test
+    /// is built into a component first, in-process, a Python (.py) test
+    /// with Python; the build is cached.
     Run {
         /// The test (or plugin) file.
         test: PathBuf,
@@ -67,6 +69,21 @@ enum Command {
     Plugin {
         #[command(subcommand)]
         command: plugin::PluginCommand,
+    },
+    /// Build a JavaScript or Python test into a component (.wasm), as
+    /// `wload run` does on the way to a run, to keep, ship or upload:
+    /// `wload build script.js -o test.wasm`.
+    Build {
+        /// The script (.js, .mjs, .ts, .py).
+        script: PathBuf,
+        /// Where to write the component.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// A library plugin whose interface the script imports
+        /// (`import { login } from 'wload:session/login@0.1.0'`); give the
+        /// same plugin to `wload run --with` (repeatable).
+        #[arg(long = "with", value_name = "PLUGIN.wasm")]
+        with: Vec<PathBuf>,
     },
     /// Compile a test ahead of time into a .cwasm for this machine.
     Compile {
@@ -516,6 +533,22 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 impl LoadArgs {
+    /// The library plugins a script's build links against: `--with` and
+    /// the options file's `with` (a bad options file is reported by the
+    /// run, with the other options, not here).
+    fn plugins_for_build(&self) -> Vec<PathBuf> {
+        let mut with = self.with.clone();
+        if let Some(path) = &self.config
+            && let Ok(text) = std::fs::read(path)
+            && let Ok(Value::Object(mut options)) = serde_json::from_slice(&text)
+            && let Ok(from_file) =
+                wload_engine::plugin::compose::take_from_options(&mut options, path)
+        {
+            with.extend(from_file);
+        }
+        with
+    }
+
     /// The options these flags set, as a k6 options object.
     fn cli_options(&self) -> Map<String, Value> {
         let mut m = Map::new();
@@ -678,12 +711,10 @@ pub async fn main() -> Result<u8> {
         Command::Run { test, load } => {
             // A script is run (and uploaded) as the component built from it,
             // shown by the script's name.
-            if let Some(instead) = build::Lang::unsupported(&test) {
-                bail!(instead);
-            }
             let (component, source) = match build::Lang::of(&test) {
                 Some(lang) => {
-                    let built = build::component(&test, lang, load.no_cache)?;
+                    let built =
+                        build::component(&test, lang, load.no_cache, &load.plugins_for_build())?;
                     let name = test.display().to_string();
                     (built.clone(), TestSource::Named { path: built, name })
                 }
@@ -817,6 +848,24 @@ pub async fn main() -> Result<u8> {
             let model = wload_report::inputs::model(&inputs)?;
             wload_report::write_report(&out, &model)?;
             eprintln!("report written to {}", out.display());
+            Ok(0)
+        }
+        Command::Build {
+            script,
+            output,
+            with,
+        } => {
+            let Some(lang) = build::Lang::of(&script) else {
+                bail!(
+                    "{}: wload builds JavaScript (.js, .mjs), TypeScript (.ts) and Python (.py) \
+                     tests; build tests in other languages with their SDK (docs/guide.md)",
+                    script.display()
+                );
+            };
+            let built = build::component(&script, lang, false, &with)?;
+            std::fs::copy(&built, &output)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            eprintln!("wload: wrote {}", output.display());
             Ok(0)
         }
         Command::Compile { test, output } => {

@@ -99,6 +99,7 @@ const NAMES: &[&str] = &[
     "reportPanic",
     "groupEnter",
     "groupExit",
+    "pluginCall",
 ];
 
 impl ModuleDef for Host {
@@ -180,6 +181,7 @@ impl ModuleDef for Host {
             })?,
         )?;
         exports.export("respRelease", Function::new(c.clone(), release)?)?;
+        exports.export("pluginCall", Function::new(c.clone(), plugin_call)?)?;
         exports.export(
             "cookies",
             Function::new(c.clone(), |ctx: Ctx<'js>, url: String| {
@@ -278,6 +280,34 @@ impl ModuleDef for Host {
 fn load_main<'js>(ctx: Ctx<'js>) -> Result<Object<'js>> {
     let name = crate::modules::main_name();
     Module::import(&ctx, name)?.finish::<Object>()
+}
+
+/// A library plugin's function (wit/js/plugins.wit), for the modules the
+/// builder writes of its interfaces: `args` is the JSON array of the
+/// arguments; the result is parsed, an `err` result thrown as an Error
+/// whose `payload` is the error value (its message the value, when that
+/// is a string), as componentize-js did.
+fn plugin_call<'js>(
+    ctx: Ctx<'js>,
+    interface: String,
+    function: String,
+    args: String,
+) -> Result<Value<'js>> {
+    use crate::wload::js::plugins::{CallError, call};
+    match call(&interface, &function, &args) {
+        Ok(json) => ctx.json_parse(json),
+        Err(CallError::Thrown(payload)) => {
+            let value = ctx.json_parse(payload.clone())?;
+            let text = match value.as_string() {
+                Some(s) => s.to_string()?,
+                None => payload,
+            };
+            let error = Exception::from_message(ctx.clone(), &format!("{function}: {text}"))?;
+            error.as_object().set("payload", value)?;
+            Err(ctx.throw(error.into_value()))
+        }
+        Err(CallError::Failed(message)) => Err(Exception::throw_message(&ctx, &message)),
+    }
 }
 
 /// `[[name, value], ...]` (or null/undefined) as WIT fields.

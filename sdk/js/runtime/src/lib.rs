@@ -23,9 +23,10 @@ use std::cell::RefCell;
 
 use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Object, Runtime, Value};
 
+// The test world, and the door to library plugins (wit/js/plugins.wit).
 wit_bindgen::generate!({
-    path: "../../../wit/test-0.2",
-    world: "wload:test/test@0.2.0",
+    path: ["../../../wit/test-0.2", "../../../wit/js"],
+    world: "wload:js/runtime@0.1.0",
     generate_all,
 });
 

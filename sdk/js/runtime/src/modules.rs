@@ -1,7 +1,11 @@
 //! Module names and sources: k6's modules (`k6`, `k6/http`, ...) are the
 //! SDK's files built in (sdk/js/runtime/js), `wload:host` is the engine
-//! ([`crate::host`]), and relative or absolute imports are the script's
-//! files, which the builder gives during pre-initialisation only. Every
+//! ([`crate::host`]), relative or absolute imports are the script's
+//! files, and a library plugin's interface (`wload:session/login@0.1.0`)
+//! is a module the builder writes from the plugin's exports, whose
+//! functions call the plugin through `wload:host`'s `pluginCall`. The
+//! builder gives the files and those modules during pre-initialisation
+//! only. Every
 //! module is compiled then and stays in the snapshot; a VU evaluates the
 //! compiled script, which finds its imports already loaded.
 
@@ -70,7 +74,12 @@ pub fn set_files(mut input: &[u8]) -> std::result::Result<String, &'static str> 
             .map_err(|_| "a file path is not UTF-8")?
             .to_owned();
         let n = int(&mut input)?;
-        files.push((normalize(&name), take(&mut input, n)?.to_vec()));
+        let name = if is_interface(&name) {
+            name
+        } else {
+            normalize(&name)
+        };
+        files.push((name, take(&mut input, n)?.to_vec()));
     }
     let main = files
         .first()
@@ -104,6 +113,18 @@ pub fn main_name() -> String {
 
 fn is_sdk(name: &str) -> bool {
     name == "wload" || name.starts_with("wload/") || name.starts_with("wload-internal:")
+}
+
+/// A WIT interface's name (`ns:pkg/iface`, with or without `@version`):
+/// a library plugin's, for the builder to write a module of. URLs
+/// (`https://...`) are told apart before this is asked.
+pub fn is_interface(name: &str) -> bool {
+    match name.split_once('/') {
+        Some((package, iface)) => {
+            package.contains(':') && !iface.is_empty() && !iface.starts_with('/')
+        }
+        None => false,
+    }
 }
 
 pub struct Resolver;
@@ -144,6 +165,9 @@ impl QjsResolver for Resolver {
                 ),
             ));
         }
+        if is_interface(name) {
+            return Ok(name.to_owned());
+        }
         if name.starts_with('/') {
             return Ok(normalize(name));
         }
@@ -157,7 +181,8 @@ impl QjsResolver for Resolver {
         Err(message(
             ctx,
             &format!(
-                "cannot import {name:?} from {base}: import k6's modules, or files by a relative path"
+                "cannot import {name:?} from {base}: import k6's modules, files by a relative \
+                 path, or a plugin's interface (ns:pkg/iface@version, the plugin given with --with)"
             ),
         ))
     }
@@ -192,8 +217,9 @@ impl QjsLoader for Loader {
         if let Some((_, source)) = BUILTIN.iter().find(|(n, _)| *n == name) {
             return Module::declare(ctx.clone(), name, *source);
         }
-        // A file of the script's: only ever loaded before the snapshot (a
-        // VU finds every module compiled).
+        // A file of the script's, or a plugin interface's module: only
+        // ever loaded before the snapshot (a VU finds every module
+        // compiled).
         match file(name) {
             Some(source) => Module::declare(ctx.clone(), name, source),
             None => {
