@@ -18,8 +18,13 @@
 #   N=4000 VUS=100 bench/instructions.sh
 #   EXAMPLE=login WITH=target/guests/wasm32-wasip2/release/session.wasm \
 #     bench/instructions.sh   # another example, linked with a library plugin
-#   CACHE=1 bench/instructions.sh  # also simulated L1 misses and branch
-#                                  # mispredictions per iteration (slower)
+#   CACHE=1 bench/instructions.sh  # also simulated L1 and LL misses and
+#                                  # branch mispredictions per iteration (slower)
+#   SLEEP_MS=1000 VUS=100 CACHE=1 bench/instructions.sh
+#       # the idle iteration (GET + sleep): runs of DURATION (default 10)
+#       # and 3 × DURATION seconds instead of N and 3N iterations
+#   VU_MEMORY=4MiB VUS=2000 N=4000 bench/instructions.sh
+#       # many VUs: valgrind cannot reserve thousands of 64 MiB slots
 #
 # CACHE=1 matters because an iteration's code does not fit in the L1
 # instruction cache (docs/BENCHMARKS.md, Session 10): a change that
@@ -50,27 +55,50 @@ cleanup() {
 trap cleanup EXIT
 serve "$port" 1200 "$work/server.log"
 
-count() { # iterations: callgrind's output file for that many
+# Extra flags: the idle mode's sleep, a smaller instance slot, and a
+# guest timeout valgrind's slowness cannot reach.
+extra=(--guest-timeout 1h)
+[ -n "${VU_MEMORY:-}" ] && extra+=(--vu-memory "$VU_MEMORY")
+[ -n "${SLEEP_MS:-}" ] && extra+=(-e SLEEP_MS="$SLEEP_MS")
+duration=${DURATION:-10}
+
+count() { # label, how long (--iterations N or --duration Ds): callgrind's file cg.label, the iterations in its.label
+  local label=$1
+  shift
   # A long output interval: the per-second aggregation would otherwise
   # count in proportion to valgrind's slowness, not to the iterations.
   taskset -c 1 valgrind --tool=callgrind --smc-check=all "${sim[@]}" \
-    --callgrind-out-file="$work/cg.$1" "$WLOAD" run "$GUEST" "${with[@]}" -q \
-    --vus "$vus" --iterations "$1" --out-interval 1h \
-    -e BASE_URL="http://127.0.0.1:$port" >"$work/run.$1.log" 2>&1 ||
-    { echo "wload failed under valgrind:"; cat "$work/run.$1.log"; exit 1; } >&2
-  grep -q "iterations.*: $1 " "$work/run.$1.log" ||
-    { echo "expected $1 iterations:"; cat "$work/run.$1.log"; exit 1; } >&2
+    --callgrind-out-file="$work/cg.$label" "$WLOAD" run "$GUEST" "${with[@]}" -q \
+    --vus "$vus" "$@" --out-interval 1h "${extra[@]}" \
+    -e BASE_URL="http://127.0.0.1:$port" >"$work/run.$label.log" 2>&1 ||
+    { echo "wload failed under valgrind:"; cat "$work/run.$label.log"; exit 1; } >&2
+  sed -n 's/^ *iterations\.*: \([0-9]*\) .*/\1/p' "$work/run.$label.log" >"$work/its.$label"
+  [ -s "$work/its.$label" ] ||
+    { echo "no iteration count in the summary:"; cat "$work/run.$label.log"; exit 1; } >&2
 }
-count "$n" &
-first=$!
-count $((3 * n))
+if [ -n "${SLEEP_MS:-}" ]; then
+  count short --duration "${duration}s" &
+  first=$!
+  count long --duration "$((3 * duration))s"
+else
+  count short --iterations "$n" &
+  first=$!
+  count long --iterations "$((3 * n))"
+fi
 wait "$first"
+if [ -z "${SLEEP_MS:-}" ] &&
+  { [ "$(cat "$work/its.short")" != "$n" ] || [ "$(cat "$work/its.long")" != $((3 * n)) ]; }; then
+  echo "expected $n and $((3 * n)) iterations:" >&2
+  cat "$work/run.short.log" "$work/run.long.log" >&2
+  exit 1
+fi
 
-python3 - "$work/cg.$n" "$work/cg.$((3 * n))" "$n" "$top" "$vus" <<'PY'
+python3 - "$work/cg.short" "$work/cg.long" "$(cat "$work/its.short")" "$(cat "$work/its.long")" "$top" "$vus" <<'PY'
 import re, subprocess, sys
 from collections import Counter
 
-small, large, n, top, vus = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+small, large, i1, i3, top, vus = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+its = i3 - i1
 
 def events(path):
     """Every event's program total (Ir, and with CACHE=1 the misses)."""
@@ -102,15 +130,16 @@ def by_function(path):
     return totals, funcs
 
 (t1, f1), (t3, f3) = by_function(small), by_function(large)
-per = (t3 - t1) / (2 * n)
-print(f"instructions per iteration: {per:,.0f}  ({vus} VUs, {n} and {3 * n} iterations)")
+per = (t3 - t1) / its
+print(f"instructions per iteration: {per:,.0f}  ({vus} VUs, {i1} and {i3} iterations)")
 e1, e3 = events(small), events(large)
 if "I1mr" in e3:
-    d = {k: (e3[k] - e1.get(k, 0)) / (2 * n) for k in e3}
+    d = {k: (e3[k] - e1.get(k, 0)) / its for k in e3}
     print(f"L1i misses per iteration: {d['I1mr']:,.0f}  L1d misses: {d['D1mr'] + d['D1mw']:,.0f}  "
+          f"LL misses: {d['ILmr'] + d['DLmr'] + d['DLmw']:,.0f}  "
           f"mispredicted branches: {d['Bim']:,.0f} indirect, {d['Bcm']:,.0f} conditional")
 if top:
-    diff = {k: (v - f1.get(k, 0)) / (2 * n) for k, v in f3.items()}
+    diff = {k: (v - f1.get(k, 0)) / its for k, v in f3.items()}
     for name, ir in sorted(diff.items(), key=lambda kv: -kv[1])[:top]:
         print(f"{ir:8,.0f}  {name[:140]}")
 PY
