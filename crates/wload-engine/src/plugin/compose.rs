@@ -349,15 +349,7 @@ fn interface_exports(graph: &CompositionGraph, lib: PackageId) -> Vec<String> {
 /// provide. For what ships a library plugin (`wload plugin push`) before
 /// any test is linked with it.
 pub fn library_exports(library: &Library) -> Result<Option<Vec<String>>> {
-    let mut graph = CompositionGraph::new();
-    let pkg = Package::from_bytes(
-        "wload:plugin-0",
-        None,
-        library.bytes.clone(),
-        graph.types_mut(),
-    )
-    .with_context(|| format!("{} is not a WebAssembly component", library.name()))?;
-    let id = graph.register_package(pkg)?;
+    let (graph, id) = alone(library)?;
     let exports = &graph.types()[graph[id].ty()].exports;
     let interfaces = interface_exports(&graph, id);
     if interfaces.is_empty() || interfaces.len() != exports.len() {
@@ -376,15 +368,7 @@ pub fn interface_functions(
     library: &Library,
     import: &str,
 ) -> Result<Option<(String, Vec<String>)>> {
-    let mut graph = CompositionGraph::new();
-    let pkg = Package::from_bytes(
-        "wload:plugin-0",
-        None,
-        library.bytes.clone(),
-        graph.types_mut(),
-    )
-    .with_context(|| format!("{} is not a WebAssembly component", library.name()))?;
-    let id = graph.register_package(pkg)?;
+    let (graph, id) = alone(library)?;
     let types = graph.types();
     let base = split_version(import).0;
     let found = types[graph[id].ty()].exports.iter().find(|(name, _)| {
@@ -401,6 +385,20 @@ pub fn interface_functions(
         .map(|(name, _)| name.clone())
         .collect();
     Ok(Some((name.clone(), functions)))
+}
+
+/// A graph of `library` alone, to read its types.
+fn alone(library: &Library) -> Result<(CompositionGraph, PackageId)> {
+    let mut graph = CompositionGraph::new();
+    let pkg = Package::from_bytes(
+        "wload:plugin-0",
+        None,
+        library.bytes.clone(),
+        graph.types_mut(),
+    )
+    .with_context(|| format!("{} is not a WebAssembly component", library.name()))?;
+    let id = graph.register_package(pkg)?;
+    Ok((graph, id))
 }
 
 /// A plugin may import only what the host provides: plugins are not
