@@ -18,6 +18,8 @@
 #   N=4000 VUS=100 bench/instructions.sh
 #   EXAMPLE=login WITH=target/guests/wasm32-wasip2/release/session.wasm \
 #     bench/instructions.sh   # another example, linked with a library plugin
+#   GUEST=hello-js.wasm bench/instructions.sh   # any component: a JS test
+#       # from `wload build bench/k6/hello.js -o hello-js.wasm`
 #   CACHE=1 bench/instructions.sh  # also simulated L1 and LL misses and
 #                                  # branch mispredictions per iteration (slower)
 #   SLEEP_MS=1000 VUS=100 CACHE=1 bench/instructions.sh

@@ -2,7 +2,9 @@
 # wload binary and a guest example, built when missing.
 #
 #   wload_and_guest NAME   sets WLOAD (built unless given) and GUEST
-#                          (target/guests/.../NAME.wasm, built if absent)
+#                          (target/guests/.../NAME.wasm, built if absent;
+#                          a GUEST given is kept: any component, such as
+#                          `wload build script.js -o x.wasm`'s)
 #   serve PORT SECS LOG    starts `wload target` on core 0, bounded to SECS,
 #                          sets SERVER (its PID) and returns once it answers
 #   stop_server            ends it (by its PID)
@@ -11,6 +13,10 @@ wload_and_guest() {
   if [ -z "${WLOAD:-}" ]; then
     cargo build --release -p wload -q
     WLOAD=target/release/wload
+  fi
+  if [ -n "${GUEST:-}" ]; then
+    [ -f "$GUEST" ] || { echo "GUEST=$GUEST: no such file" >&2; exit 1; }
+    return
   fi
   GUEST=target/guests/wasm32-wasip2/release/$1.wasm
   if [ ! -f "$GUEST" ]; then
