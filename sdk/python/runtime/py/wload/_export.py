@@ -7,9 +7,7 @@ call (k6's init code), then `options`, `setup`, `functions`,
 str or None; an exception becomes the error (`error_text`).
 """
 
-import io
 import json
-import sys
 
 import _wload
 
@@ -61,9 +59,7 @@ def _data():
 def error_text(e):
     """`Type: message (at file:line)`, the innermost frame."""
     where = ""
-    buf = io.StringIO()
-    sys.print_exception(e, buf)
-    for line in buf.getvalue().split("\n"):
+    for line in _wload.traceback(e).split("\n"):
         line = line.strip()
         if line.startswith("File "):
             parts = line.split('"')

@@ -124,7 +124,19 @@ static mp_obj_t wload_exec_top(mp_obj_t fun, mp_obj_t module) {
 }
 static MP_DEFINE_CONST_FUN_OBJ_2(wload_exec_top_obj, wload_exec_top);
 
+/* `_wload.traceback(exc)`: the traceback as MicroPython prints it (its
+ * sys.print_exception writes to stdout only in this build). */
+static mp_obj_t wload_traceback(mp_obj_t exc) {
+    vstr_t text;
+    mp_print_t print;
+    vstr_init_print(&text, 256, &print);
+    mp_obj_print_exception(&print, exc);
+    return mp_obj_new_str_from_vstr(&text);
+}
+static MP_DEFINE_CONST_FUN_OBJ_1(wload_traceback_obj, wload_traceback);
+
 static const mp_rom_map_elem_t wload_module_globals_table[] = {
+    { MP_ROM_QSTR(MP_QSTR_traceback), MP_ROM_PTR(&wload_traceback_obj) },
     { MP_ROM_QSTR(MP_QSTR_exec_top), MP_ROM_PTR(&wload_exec_top_obj) },
     { MP_ROM_QSTR(MP_QSTR___name__), MP_ROM_QSTR(MP_QSTR__wload) },
     { MP_ROM_QSTR(MP_QSTR_call), MP_ROM_PTR(&wload_call_obj) },
