@@ -6,6 +6,7 @@ mod build;
 mod build_js;
 mod k8s;
 mod plugin;
+mod preinit;
 mod remote;
 
 use std::collections::HashMap;
