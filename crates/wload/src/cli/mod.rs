@@ -4,6 +4,7 @@
 
 mod build;
 mod build_js;
+mod build_py;
 mod k8s;
 mod plugin;
 mod preinit;
