@@ -72,7 +72,7 @@ import hashlib, os
 root = os.path.abspath('..')
 files = ['runtime/Cargo.toml', 'runtime/Cargo.lock', 'runtime/.cargo/config.toml', 'runtime/build.sh',
          'runtime/build.rs']
-for d in ['runtime/src', 'runtime/c', 'runtime/c/mod/wload', 'runtime/py/wload']:
+for d in ['runtime/src', 'runtime/c', 'runtime/c/mod/wload', 'runtime/py', 'runtime/py/wload']:
     files += sorted(os.path.join(d, f) for f in os.listdir(os.path.join(root, d)) if os.path.isfile(os.path.join(root, d, f)))
 h = hashlib.sha256()
 for f in files:

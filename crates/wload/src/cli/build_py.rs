@@ -86,6 +86,7 @@ fn runtime_sources() -> Vec<PathBuf> {
         "runtime/src",
         "runtime/c",
         "runtime/c/mod/wload",
+        "runtime/py",
         "runtime/py/wload",
     ] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))

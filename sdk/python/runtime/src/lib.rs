@@ -41,13 +41,15 @@ unsafe extern "C" {
     static __stack_high: u8;
 }
 
-/// The SDK's modules, by the path an import looks for.
+/// The SDK's modules, by the path an import looks for (and a `typing`
+/// that takes annotations, which MicroPython has none of).
 const SDK: &[(&str, &str)] = &[
     ("wload/__init__.py", include_str!("../py/wload/__init__.py")),
     ("wload/_export.py", include_str!("../py/wload/_export.py")),
     ("wload/_host.py", include_str!("../py/wload/_host.py")),
     ("wload/http.py", include_str!("../py/wload/http.py")),
     ("wload/metrics.py", include_str!("../py/wload/metrics.py")),
+    ("typing.py", include_str!("../py/typing.py")),
 ];
 
 thread_local! {
