@@ -12,18 +12,16 @@ struct wl_async_buf {
     void *end;
 };
 
-/* Frames between the driver and a setjmp are a few hundred bytes each
- * (mp_execute_bytecode's locals the most); with MICROPY_STACKLESS a
- * Python call adds none. */
-#define WL_JMP_DATA 6144
-
+/* The frames a setjmp captures live in an arena of sjlj.c, not here: a
+ * jmp_buf is on the C stack in every nlr frame, and the capture grows
+ * with the depth of the stack (a few hundred bytes per C frame). */
 typedef struct wl_jmp_buf {
     struct wl_async_buf data;
     void *captured_top;
     uintptr_t stack_pointer;
+    unsigned depth;
     int state;
     int value;
-    uint8_t buffer[WL_JMP_DATA];
 } jmp_buf[1];
 
 int wl_setjmp(struct wl_jmp_buf *env);
