@@ -45,7 +45,10 @@ fi
 gen="$here/target/gen"
 rm -rf "$gen" && mkdir -p "$gen"
 for f in mpconfigport.h mphalport.h setjmp.h; do ln -s "$here/c/$f" "$gen/$f"; done
-make -s -C "$gen" -f "$mpy/ports/embed/embed.mk" MICROPYTHON_TOP="$mpy" USER_C_MODULES="$here/c/mod" \
+# The version header names no git commit of the repository the tarball
+# sits in and a fixed date, so that the build is reproducible.
+GIT_CEILING_DIRECTORIES="$here/target" SOURCE_DATE_EPOCH=1757548800 \
+  make -s -C "$gen" -f "$mpy/ports/embed/embed.mk" MICROPYTHON_TOP="$mpy" USER_C_MODULES="$here/c/mod" \
   build-embed/genhdr/qstrdefs.generated.h build-embed/genhdr/moduledefs.h \
   build-embed/genhdr/root_pointers.h build-embed/genhdr/mpversion.h >/dev/null
 
