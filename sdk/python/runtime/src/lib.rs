@@ -233,13 +233,14 @@ fn call_export(which: i32, arg: u32) -> Result<Option<String>, String> {
 }
 
 /// For the exports without a `result`: the reason reaches the engine
-/// before the trap.
+/// before the trap (an abort, not a panic, whose hook would print the
+/// same text again on the engine's stderr).
 fn or_panic<T>(r: Result<T, String>) -> T {
     match r {
         Ok(v) => v,
         Err(message) => {
             wit_vu::report_panic(&message);
-            panic!("{message}")
+            std::process::abort()
         }
     }
 }
