@@ -5,6 +5,7 @@
 #   bench/lang-idle.sh
 #   VUS=1000 DURATION=10 bench/lang-idle.sh
 #   WLOAD=/path/to/wload bench/lang-idle.sh   # skip the build
+#   CPYTHON_VUS=200 LANGS="rust python" bench/lang-idle.sh
 #
 # The built-in target server (`wload target`) runs on core 0; each test
 # runs on core 1 under /usr/bin/time with 1 VU and with VUS VUs (default
@@ -12,7 +13,12 @@
 # examples/rust/idle (the engine's own cost, for reference),
 # examples/js/idle/script.js and examples/python/idle/idle.py through
 # `wload run` (which builds and caches them: a warm-up run first, so the
-# measured runs start from the cache), and k6 on the very same script.js.
+# measured runs start from the cache; Python twice: on the MicroPython
+# runtime, the default, and on CPython, `WLOAD_PYTHON_RUNTIME=cpython`,
+# componentize-py), and k6 on the very same script.js.
+# CPYTHON_VUS (default VUS) sets the VUs of the CPython row: 1,000 CPython
+# VUs peak at 7-8 GiB of RSS, past what a shared machine allows a run.
+# LANGS (default "rust js python k6") chooses the rows.
 # Per VU = (peak RSS at VUS - peak RSS at 1) / (VUS - 1). PSS per VU (from
 # /proc/PID/smaps_rollup, two seconds before the end) is the physical share:
 # RSS counts every copy-on-write page of the memory image a VU has only
@@ -23,13 +29,18 @@
 #
 # Then throughput per core: bench/k6/hello.js (GET, check, counter), the
 # same file run by wload and by k6, 4 VUs for DURATION seconds each:
-# requests per CPU-second (user + sys of the generator). Under contention
+# requests per CPU-second (user + sys of the generator); and
+# examples/python/hello/hello.py (GET, check, counter) on MicroPython and
+# on CPython, the same way. Under contention
 # from other work on the machine this is a ratio from one run, not a
 # figure to compare across runs. Nothing is asserted: the figures go to
 # docs/BENCHMARKS.md ("JavaScript and Python VUs against k6").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 vus=${VUS:-1000}
+cpython_vus=${CPYTHON_VUS:-$vus}
+langs=" ${LANGS:-rust js python k6} "
+has() { case "$langs" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 duration=${DURATION:-30}
 port=${PORT:-18797}
 . bench/lib.sh
@@ -70,6 +81,9 @@ print(f"{written * 4 / n:.0f} {read * 4 / n:.0f}")
 PY
 }
 
+# wload-cpython runs Python on componentize-py, wload on MicroPython.
+runtime_of() { [ "$1" = wload-cpython ] && echo cpython || echo micropython; }
+
 # measure TOOL TEST N: peak RSS (KiB), PSS two seconds before the end, and
 # (wload, N > 1) the pages written and only read per VU at that moment.
 measure() {
@@ -77,7 +91,8 @@ measure() {
   if [ "$tool" = k6 ]; then
     cmd=("$k6" run -q --no-thresholds --vus "$n" --duration "${duration}s" -e BASE_URL="$base" "$test")
   else
-    cmd=("$WLOAD" run "$test" --vus "$n" --duration "${duration}s" --quiet -e BASE_URL="$base")
+    cmd=(env WLOAD_PYTHON_RUNTIME="$(runtime_of "$tool")" "$WLOAD" run "$test" --vus "$n"
+      --duration "${duration}s" --quiet -e BASE_URL="$base")
   fi
   /usr/bin/time -f %M -o "$work/time" taskset -c 1 "${cmd[@]}" >"$work/out" 2>&1 &
   local timer=$! pss=0 split="- -"
@@ -94,11 +109,11 @@ measure() {
 
 echo "| test | peak RSS, 1 VU | peak RSS, $vus VUs | RSS per VU | PSS per VU | image pages written per VU | image pages only read per VU |"
 echo "|---|---|---|---|---|---|---|"
-row() { # label tool test
-  local one many
+row() { # label tool test [vus]
+  local one many n=${4:-$vus}
   one=$(measure "$2" "$3" 1)
-  many=$(measure "$2" "$3" "$vus")
-  python3 - "$1" "$one" "$many" "$vus" <<'PY'
+  many=$(measure "$2" "$3" "$n")
+  python3 - "$1" "$one" "$many" "$n" <<'PY'
 import sys
 label, one, many, n = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
 rss1, pss1, rssn, pssn = int(one[0]), int(one[1]), int(many[0]), int(many[1])
@@ -107,25 +122,34 @@ print(f"| {label} | {rss1 / 1024:.1f} MiB | {rssn / 1024:.1f} MiB | {(rssn - rss
       f"| {(pssn - pss1) / (n - 1):.0f} KiB | {written} | {read} |")
 PY
 }
-for test in examples/js/idle/script.js examples/python/idle/idle.py bench/k6/hello.js; do
-  "$WLOAD" run "$test" --vus 1 --duration 1s --quiet -e BASE_URL="$base" >"$work/warm" 2>&1 ||
-    { echo "lang-idle.sh: cannot build $test: $(tail -5 "$work/warm")" >&2; exit 1; }
+for runtime in micropython cpython; do
+  for test in examples/js/idle/script.js examples/python/idle/idle.py bench/k6/hello.js examples/python/hello/hello.py; do
+    WLOAD_PYTHON_RUNTIME=$runtime "$WLOAD" run "$test" --vus 1 --duration 1s --quiet -e BASE_URL="$base" \
+      >"$work/warm" 2>&1 || { echo "lang-idle.sh: cannot build $test: $(tail -5 "$work/warm")" >&2; exit 1; }
+  done
 done
-row "Rust examples/rust/idle" wload "$rust_idle"
-row "JavaScript examples/js/idle" wload examples/js/idle/script.js
-row "Python examples/python/idle" wload examples/python/idle/idle.py
-[ -z "$k6" ] || row "k6 $("$k6" version | head -1 | cut -d' ' -f2), examples/js/idle" k6 examples/js/idle/script.js
+! has rust || row "Rust examples/rust/idle" wload "$rust_idle"
+! has js || row "JavaScript examples/js/idle" wload examples/js/idle/script.js
+if has python; then
+  row "Python examples/python/idle, MicroPython" wload examples/python/idle/idle.py
+  [ "$cpython_vus" = "$vus" ] ||
+    row "Python examples/python/idle, MicroPython, $cpython_vus VUs" wload examples/python/idle/idle.py "$cpython_vus"
+  row "Python examples/python/idle, CPython (componentize-py), $cpython_vus VUs" wload-cpython \
+    examples/python/idle/idle.py "$cpython_vus"
+fi
+[ -z "$k6" ] || ! has k6 || row "k6 $("$k6" version | head -1 | cut -d' ' -f2), examples/js/idle" k6 examples/js/idle/script.js
 
-# throughput TOOL: requests per CPU-second of bench/k6/hello.js, 4 VUs.
+# throughput TOOL [TEST]: requests per CPU-second of TEST (bench/k6/hello.js), 4 VUs.
 throughput() {
-  local cmd
+  local cmd test=${2:-bench/k6/hello.js}
   if [ "$1" = k6 ]; then
     cmd=("$k6" run -q --no-thresholds --vus 4 --duration "${duration}s" --summary-export "$work/sum.json")
   else
-    cmd=("$WLOAD" run --vus 4 --duration "${duration}s" --quiet --summary-export "$work/sum.json")
+    cmd=(env WLOAD_PYTHON_RUNTIME="$(runtime_of "$1")" "$WLOAD" run --vus 4 --duration "${duration}s"
+      --quiet --summary-export "$work/sum.json")
   fi
-  /usr/bin/time -f '%U %S' -o "$work/time" taskset -c 1 "${cmd[@]}" -e BASE_URL="$base" bench/k6/hello.js \
-    >"$work/out" 2>&1 || { echo "lang-idle.sh: $1 bench/k6/hello.js failed: $(tail -3 "$work/out")" >&2; return 1; }
+  /usr/bin/time -f '%U %S' -o "$work/time" taskset -c 1 "${cmd[@]}" -e BASE_URL="$base" "$test" \
+    >"$work/out" 2>&1 || { echo "lang-idle.sh: $1 $test failed: $(tail -3 "$work/out")" >&2; return 1; }
   python3 - "$1" "$work/sum.json" "$(tail -1 "$work/time")" <<'PY'
 import json, sys
 tool, summary, cpu = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3].split()
@@ -135,7 +159,15 @@ print(f"| {tool} | {reqs} | {secs:.2f} s | {reqs / secs:,.0f} |")
 PY
 }
 echo
-echo "| bench/k6/hello.js, 4 VUs, ${duration} s | requests | CPU (user + sys) | requests per CPU-second |"
+if has js; then
+  echo "| bench/k6/hello.js, 4 VUs, ${duration} s | requests | CPU (user + sys) | requests per CPU-second |"
+  echo "|---|---|---|---|"
+  throughput wload
+  [ -z "$k6" ] || ! has k6 || throughput k6
+fi
+has python || exit 0
+echo
+echo "| examples/python/hello/hello.py, 4 VUs, ${duration} s | requests | CPU (user + sys) | requests per CPU-second |"
 echo "|---|---|---|---|"
-throughput wload
-[ -z "$k6" ] || throughput k6
+throughput wload examples/python/hello/hello.py | sed 's/^| wload /| MicroPython /'
+throughput wload-cpython examples/python/hello/hello.py | sed 's/^| wload-cpython /| CPython (componentize-py) /'

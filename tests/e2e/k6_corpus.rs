@@ -229,32 +229,38 @@ fn k6_typescript_runs_as_it_is() {
     assert_eq!(run.check("typed status is 200"), (6, 0));
 }
 
-/// JavaScript is built in-process (the QuickJS runtime is in the binary):
-/// with nothing on PATH a k6 script still builds and runs. Python, which
-/// needs an interpreter, says what to install and sends nothing.
+/// JavaScript and Python are built in-process (the QuickJS and MicroPython
+/// runtimes are in the binary): with nothing on PATH a k6 script and a
+/// Python test still build and run. The CPython build, which needs an
+/// interpreter, says what to install and sends nothing.
 #[test]
-fn javascript_needs_no_node_and_a_missing_python_is_named() {
+fn javascript_and_python_need_no_toolchain_and_a_missing_cpython_is_named() {
     let cache = scratch("k6-corpus-no-node");
     let server = server();
     let script = pointed_at("k6-corpus-no-node-script", "get.js", &server.base_url());
-    let mut cmd = wload();
-    cmd.env("WLOAD_CACHE_DIR", &cache)
-        .env("PATH", cache.join("empty"))
-        .arg("run")
-        .arg(&script)
-        .args(["--vus", "1", "--iterations", "2", "--quiet"])
-        .arg("-e")
-        .arg(format!("BASE_URL={}", server.base_url()));
-    let out = run(cmd, Duration::from_secs(120));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(server.stats.requests() > 0, "{stderr}");
+    let python_test = repo_root().join("examples/python/hello/hello.py");
+    for test in [&script, &python_test] {
+        let before = server.stats.requests();
+        let mut cmd = wload();
+        cmd.env("WLOAD_CACHE_DIR", &cache)
+            .env("PATH", cache.join("empty"))
+            .env_remove("WLOAD_PYTHON")
+            .arg("run")
+            .arg(test)
+            .args(["--vus", "1", "--iterations", "2", "--quiet"])
+            .arg("-e")
+            .arg(format!("BASE_URL={}", server.base_url()));
+        let out = run(cmd, Duration::from_secs(120));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", test.display());
+        assert!(server.stats.requests() > before, "{stderr}");
+    }
 
     let before = server.stats.requests();
-    let python_test = repo_root().join("examples/python/hello/hello.py");
     let mut cmd = wload();
     cmd.env("WLOAD_CACHE_DIR", &cache)
         .env("PATH", cache.join("empty"))
+        .env("WLOAD_PYTHON_RUNTIME", "cpython")
         .env_remove("WLOAD_PYTHON")
         .arg("run")
         .arg(&python_test)
@@ -266,6 +272,7 @@ fn javascript_needs_no_node_and_a_missing_python_is_named() {
     for text in [
         "Python 3.11 or later",
         "apt-get install python3 python3-venv",
+        "leave WLOAD_PYTHON_RUNTIME unset",
     ] {
         assert!(
             stderr.contains(text),
@@ -275,19 +282,27 @@ fn javascript_needs_no_node_and_a_missing_python_is_named() {
     assert_eq!(server.stats.requests(), before);
 }
 
-/// `wload run test.py`: examples/python/hello built on the fly (the binary
-/// installs componentize-py into a venv in the cache once) and run.
+/// `wload run test.py`: examples/python/hello built on the fly, by the
+/// MicroPython runtime (the default) and, with
+/// `WLOAD_PYTHON_RUNTIME=cpython`, by componentize-py, which the binary
+/// installs into a venv in the cache once.
 #[test]
 fn a_python_test_runs_from_its_source() {
     let _serial = serial();
-    let server = server();
     let test = repo_root().join("examples/python/hello/hello.py");
-    let run = run_script(
-        "py_from_source",
-        &test,
-        &server.base_url(),
-        "--vus 2 --iterations 10",
-    );
-    assert_eq!(server.stats.requests(), 10);
-    assert_eq!(run.check("status is 200"), (10, 0));
+    for runtime in ["micropython", "cpython"] {
+        let server = server();
+        let label = format!("py_from_source_{runtime}");
+        let export = scratch(&label).join("summary.json");
+        let mut cmd = wload();
+        cmd.env("WLOAD_PYTHON_RUNTIME", runtime)
+            .arg("run")
+            .arg(&test)
+            .args(["--vus", "2", "--iterations", "10", "--quiet", "-e"])
+            .arg(format!("BASE_URL={}", server.base_url()));
+        let run = run_exporting(cmd, &export, LIMIT);
+        assert_eq!(run.code(), Some(0), "{label}: stderr: {}", run.stderr());
+        assert_eq!(server.stats.requests(), 10, "{label}");
+        assert_eq!(run.check("status is 200"), (10, 0), "{label}");
+    }
 }

@@ -190,6 +190,23 @@ pub(crate) fn python() -> &'static Built {
     })
 }
 
+/// `examples/python/<example>` as it is: `wload run test.py` builds it
+/// with the MicroPython runtime built into the binary (no Python, no
+/// componentize-py), the same files the CPython build above takes.
+fn micropython_source(example: &str) -> PathBuf {
+    repo_root().join(format!("examples/python/{example}/{example}.py"))
+}
+
+pub(crate) fn micropython() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| Built {
+        hello: micropython_source("hello"),
+        browse: micropython_source("browse"),
+        shop: Some(micropython_source("shop")),
+        http_features: Some(micropython_source("http_features")),
+    })
+}
+
 /// `examples/go/<example>`, built by the SDK's own `wload-go build`
 /// (`go build` for wasip1, then the world's metadata appended) with the
 /// machine's Go (1.24 or later). The build fetches nothing: the SDK has no
@@ -515,6 +532,32 @@ fn python_examples_count_like_rust() {
     hello_counts_like_rust("python", &built.hello);
     browse_counts_like_rust("python", &built.browse);
     shop_groups_like_rust("python", built.shop.as_deref().expect("python shop"));
+}
+
+/// The Python examples, unchanged, on MicroPython (`wload run test.py`):
+/// the same counts as Rust's, as on CPython.
+#[test]
+fn micropython_examples_count_like_rust() {
+    let built = micropython();
+    hello_counts_like_rust("micropython", &built.hello);
+    browse_counts_like_rust("micropython", &built.browse);
+    shop_groups_like_rust(
+        "micropython",
+        built.shop.as_deref().expect("micropython shop"),
+    );
+}
+
+#[test]
+fn micropython_body_limit_per_request() {
+    body_limit_per_request(
+        "micropython",
+        micropython().http_features_path("micropython"),
+    );
+}
+
+#[test]
+fn micropython_scenarios_exec_like_rust() {
+    scenarios_exec_like_rust("micropython", &micropython_source("scenarios"));
 }
 
 /// A scenario's `exec` reaches the Python function of that name through

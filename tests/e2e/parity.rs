@@ -280,11 +280,17 @@ fn views_label(args: &str) -> String {
 /// Every row that claims `lang` (a column of the table), run in `lang`
 /// and compared with Rust's run of the same arguments.
 fn rows_agree_with_rust(lang: &str, test: &Path) {
+    rows_of_column_agree_with_rust(lang, lang, test);
+}
+
+/// Every row that claims `column`, run by `test` (`lang`, one runtime of
+/// that column's language) and compared with Rust's run.
+fn rows_of_column_agree_with_rust(column: &str, lang: &str, test: &Path) {
     let rows = table();
-    let claimed: Vec<&Row> = rows.iter().filter(|r| r.claims(lang)).collect();
+    let claimed: Vec<&Row> = rows.iter().filter(|r| r.claims(column)).collect();
     assert!(
         !claimed.is_empty(),
-        "docs/parity.md claims nothing for {lang}"
+        "docs/parity.md claims nothing for {column}"
     );
     for row in claimed {
         let (args, rust) = rust_view(row);
@@ -349,6 +355,15 @@ fn parity_python() {
     let test = languages::python().http_features_path("python");
     rows_agree_with_rust("Python", test);
     reading_the_lazy_body_does_not_fit("Python", test);
+}
+
+/// examples/python/http_features.py unchanged, on MicroPython: the Python
+/// column holds for both runtimes (docs/parity.md).
+#[test]
+fn parity_micropython() {
+    let test = languages::micropython().http_features_path("micropython");
+    rows_of_column_agree_with_rust("Python", "MicroPython", test);
+    reading_the_lazy_body_does_not_fit("MicroPython", test);
 }
 
 #[test]

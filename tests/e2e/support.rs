@@ -96,6 +96,7 @@ pub fn wload() -> Command {
         "WLOAD_BLACKLIST_IPS",
         "WLOAD_BLOCK_HOSTNAMES",
         "WLOAD_START_AT",
+        "WLOAD_PYTHON_RUNTIME",
     ] {
         cmd.env_remove(var);
     }

@@ -1,11 +1,13 @@
 //! `wload run script.js` and `wload run test.py`: a k6 user types one
-//! command, so a JavaScript or Python test is built into a component on the
+//! command, so a JavaScript, TypeScript or Python test is built into a component on the
 //! way to the run, with the SDK built into this binary, and the component
 //! is cached by the content of the script, every file it reads and the
-//! SDK, so the second run starts at once. JavaScript is built in-process
-//! with the QuickJS runtime (build_js.rs, no Node.js); Python's SDK is
-//! extracted into the cache directory and componentize-py installed there
-//! once.
+//! SDK, so the second run starts at once. JavaScript and Python are built
+//! in-process with the QuickJS and MicroPython runtimes (build_js.rs,
+//! build_py.rs: no Node.js, no Python; TypeScript once esbuild stripped
+//! its types, build_ts.rs); with `WLOAD_PYTHON_RUNTIME=cpython`
+//! Python is built by componentize-py instead, the SDK extracted into the
+//! cache directory and componentize-py installed there once.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,25 +39,58 @@ impl Lang {
             _ => None,
         }
     }
+}
+
+/// What builds a test: the language's runtime built in, or componentize-py.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Builder {
+    QuickJs,
+    /// esbuild, then QuickJS.
+    EsbuildQuickJs,
+    MicroPython,
+    ComponentizePy,
+}
+
+/// `WLOAD_PYTHON_RUNTIME`: `micropython` (the default) or `cpython`.
+const PYTHON_RUNTIME_ENV: &str = "WLOAD_PYTHON_RUNTIME";
+
+impl Builder {
+    fn of(lang: Lang) -> Result<Builder> {
+        Ok(match lang {
+            Lang::JavaScript => Builder::QuickJs,
+            Lang::TypeScript => Builder::EsbuildQuickJs,
+            Lang::Python => match std::env::var(PYTHON_RUNTIME_ENV).as_deref() {
+                Err(_) | Ok("") | Ok("micropython") => Builder::MicroPython,
+                Ok("cpython") => Builder::ComponentizePy,
+                Ok(other) => bail!(
+                    "{PYTHON_RUNTIME_ENV}={other:?}: say `micropython` (the default: built in, \
+                     light VUs) or `cpython` (componentize-py, for a test that needs what \
+                     MicroPython leaves out; docs/sdk-python.md)"
+                ),
+            },
+        })
+    }
 
     fn tag(self) -> &'static str {
         match self {
-            Lang::JavaScript => "js",
-            Lang::TypeScript => "ts",
-            Lang::Python => "python",
+            Builder::QuickJs => "js",
+            Builder::EsbuildQuickJs => "ts",
+            Builder::MicroPython => "micropython",
+            Builder::ComponentizePy => "python",
         }
     }
 
-    /// The SDK's files, as committed in sdk/python; JavaScript's are in
-    /// the runtime (build_js.rs), named by the hash of its sources.
+    /// The SDK's files, as committed in sdk/python for componentize-py;
+    /// the built-in runtimes' are named by the hash of their sources.
     fn sdk(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            Lang::JavaScript => &[("runtime", super::build_js::RUNTIME_SOURCES)],
-            Lang::TypeScript => &[
+            Builder::QuickJs => &[("runtime", super::build_js::RUNTIME_SOURCES)],
+            Builder::EsbuildQuickJs => &[
                 ("runtime", super::build_js::RUNTIME_SOURCES),
                 ("esbuild", super::build_ts::ESBUILD),
             ],
-            Lang::Python => PYTHON_SDK,
+            Builder::MicroPython => &[("runtime", super::build_py::RUNTIME_SOURCES)],
+            Builder::ComponentizePy => PYTHON_SDK,
         }
     }
 }
@@ -92,14 +127,18 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool, with: &[PathBuf]) -> 
     let root = Cache::default_dir().context(
         "no cache directory for the built component: set WLOAD_CACHE_DIR (or HOME, XDG_CACHE_HOME)",
     )?;
-    let mut sdk_hash = sdk_hash(lang);
-    if matches!(lang, Lang::JavaScript | Lang::TypeScript)
+    let builder = Builder::of(lang)?;
+    let mut sdk_hash = sdk_hash(builder);
+    if matches!(builder, Builder::QuickJs | Builder::EsbuildQuickJs)
         && std::env::var_os(super::build_js::RUNTIME_ENV).is_some()
     {
         sdk_hash = hex(&Sha256::digest(super::build_js::runtime()?));
     }
+    if builder == Builder::MicroPython && std::env::var_os(super::build_py::RUNTIME_ENV).is_some() {
+        sdk_hash = hex(&Sha256::digest(super::build_py::runtime()?));
+    }
     let mut key = Sha256::new();
-    key.update(lang.tag());
+    key.update(builder.tag());
     key.update(&sdk_hash);
     key.update(script.as_os_str().as_encoded_bytes());
     key.update([0]);
@@ -116,10 +155,10 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool, with: &[PathBuf]) -> 
         return Ok(wasm);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let sdk = match lang {
-        Lang::JavaScript => PathBuf::new(),
-        Lang::TypeScript => root.join("sdk"),
-        Lang::Python => install_sdk(lang, &root.join("sdk"), &sdk_hash)?,
+    let sdk = match builder {
+        Builder::QuickJs | Builder::MicroPython => PathBuf::new(),
+        Builder::EsbuildQuickJs => root.join("sdk"),
+        Builder::ComponentizePy => install_sdk(builder, &root.join("sdk"), &sdk_hash)?,
     };
     eprintln!(
         "wload: building {} into a component (cached after this run)",
@@ -127,10 +166,18 @@ pub fn component(script: &Path, lang: Lang, rebuild: bool, with: &[PathBuf]) -> 
     );
     let started = Instant::now();
     let tmp = dir.join(format!("{key}.wasm.{}", std::process::id()));
-    let built = match lang {
-        Lang::JavaScript => super::build_js::build(&script, &tmp, with),
-        Lang::TypeScript => super::build_ts::build(&sdk, &script, &tmp, with),
-        Lang::Python => build_python(&sdk, &script, &tmp),
+    let built = match builder {
+        Builder::QuickJs => super::build_js::build(&script, &tmp, with),
+        Builder::EsbuildQuickJs => super::build_ts::build(&sdk, &script, &tmp, with),
+        Builder::MicroPython => {
+            let mut beside = Vec::new();
+            if let Some(folder) = script.parent() {
+                python_files(folder, &mut beside);
+            }
+            beside.sort();
+            super::build_py::build(&script, &beside, &tmp)
+        }
+        Builder::ComponentizePy => build_python(&sdk, &script, &tmp),
     };
     let inputs = match built {
         Ok(inputs) => inputs,
@@ -176,10 +223,10 @@ fn inputs_unchanged(manifest: &Path) -> bool {
     })
 }
 
-fn sdk_hash(lang: Lang) -> String {
+fn sdk_hash(builder: Builder) -> String {
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION"));
-    for (name, text) in lang.sdk() {
+    for (name, text) in builder.sdk() {
         h.update(name);
         h.update([0]);
         h.update(text);
@@ -195,7 +242,7 @@ fn hex(bytes: &[u8]) -> String {
 /// The SDK in `<cache>/sdk/<lang>-<hash>`, with what it needs installed:
 /// extracted and installed in a scratch folder renamed into place when
 /// complete, so a failed or concurrent install never leaves half of one.
-fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
+fn install_sdk(lang: Builder, root: &Path, hash: &str) -> Result<PathBuf> {
     let dir = root.join(format!("{}-{}", lang.tag(), &hash[..16]));
     if dir.is_dir() {
         return Ok(dir);
@@ -215,18 +262,8 @@ fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
         }
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let installed = match lang {
-        // Built in-process: nothing to install (esbuild, for TypeScript,
-        // is installed by build_ts.rs).
-        Lang::JavaScript | Lang::TypeScript => Ok(()),
-        // componentize-py goes in a venv of its own (python_venv), only
-        // when WLOAD_PYTHON does not name an interpreter that has it.
-        Lang::Python => Ok(()),
-    };
-    if let Err(e) = installed {
-        let _ = std::fs::remove_dir_all(&work);
-        return Err(e);
-    }
+    // componentize-py goes in a venv of its own (python_venv), only when
+    // WLOAD_PYTHON does not name an interpreter that has it.
     if std::fs::rename(&work, &dir).is_err() {
         // Another wload installed the same SDK meanwhile: use that one.
         let _ = std::fs::remove_dir_all(&work);
@@ -237,10 +274,11 @@ fn install_sdk(lang: Lang, root: &Path, hash: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-const PYTHON_MISSING: &str = "`wload run` builds a Python test with Python 3.11 or later and its \
-     venv module: install them (e.g. `apt-get install python3 python3-venv`), set WLOAD_PYTHON \
-     to an interpreter that has componentize-py, or build the component elsewhere with \
-     `wload-py build` and run the .wasm";
+const PYTHON_MISSING: &str = "with WLOAD_PYTHON_RUNTIME=cpython, `wload run` builds a Python test \
+     with componentize-py, which needs Python 3.11 or later and its venv module: install them \
+     (e.g. `apt-get install python3 python3-venv`), set WLOAD_PYTHON to an interpreter that has \
+     componentize-py, build the component elsewhere with `wload-py build` and run the .wasm, \
+     or leave WLOAD_PYTHON_RUNTIME unset to build with the MicroPython runtime built in";
 
 /// The interpreter that builds Python tests: `WLOAD_PYTHON`, else `python3`.
 fn python() -> String {
@@ -386,7 +424,11 @@ mod tests {
 
     #[test]
     fn the_sdks_differ_and_are_stable() {
-        assert_eq!(sdk_hash(Lang::JavaScript), sdk_hash(Lang::JavaScript));
-        assert_ne!(sdk_hash(Lang::JavaScript), sdk_hash(Lang::Python));
+        assert_eq!(sdk_hash(Builder::QuickJs), sdk_hash(Builder::QuickJs));
+        assert_ne!(sdk_hash(Builder::QuickJs), sdk_hash(Builder::MicroPython));
+        assert_ne!(
+            sdk_hash(Builder::MicroPython),
+            sdk_hash(Builder::ComponentizePy)
+        );
     }
 }

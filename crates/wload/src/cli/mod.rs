@@ -4,9 +4,11 @@
 
 mod build;
 mod build_js;
+mod build_py;
 mod build_ts;
 mod k8s;
 mod plugin;
+mod preinit;
 mod remote;
 
 use std::collections::HashMap;
