@@ -1,4 +1,4 @@
-//! Scenario plugins (`wit/scenario.wit`), run directly: the har-replay
+//! Scenario plugins (`wit/test-0.2/scenario.wit`), run directly: the har-replay
 //! plugin of `plugins/` replaying a HAR that the test writes (pointing at
 //! the local target server, or moved onto it with `base-url`), its
 //! parameters from `-p`, `@file` and the options file, refusals of wrong
