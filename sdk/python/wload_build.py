@@ -2,8 +2,8 @@
 
 Generates a small app module that exports the test through the world
 `wload:test/test@0.2.0` (wit/test-0.2) (or, with `--plugin`, a scenario
-plugin through the world `wload:scenario/plugin@0.1.0` of wit/, which
-imports 0.1's interfaces, see `wload.plugin`) and runs componentize-py on
+plugin through the world `wload:scenario/plugin@0.2.0` of the same folder,
+which imports the same interfaces, see `wload.plugin`) and runs componentize-py on
 it; componentize-py imports the module at build time and snapshots the
 initialised interpreter.
 """
@@ -19,7 +19,7 @@ _SDK = Path(__file__).resolve().parent / "wload"
 
 # (WIT directory, world) of a test and of a plugin.
 _TEST_WORLD = (_SDK / "wit" / "test-0.2", "wload:test/test@0.2.0")
-_PLUGIN_WORLD = (_SDK / "wit", "wload:scenario/plugin@0.1.0")
+_PLUGIN_WORLD = (_SDK / "wit" / "test-0.2", "wload:scenario/plugin@0.2.0")
 
 
 def _componentize_py() -> str:

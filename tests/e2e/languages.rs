@@ -415,7 +415,7 @@ fn go_proto_and_tls_version_over_tls_as_in_rust() {
 }
 
 /// A per-request body limit (`maxBodySize` in JS, `max_body_size=` in
-/// Python; `send-with-limits`/`batch-with-limits` underneath) cuts the
+/// Python; `request-options.max-body-size` underneath) cuts the
 /// requests that set it and only those: the `limit` mode of
 /// http_features sends, per iteration, `/bytes/4096` with a 1 KiB limit
 /// and without, a gzip body of 137 bytes decoded with a 100-byte limit,

@@ -4,8 +4,9 @@
 //! table and proves every ✓ in it: the mode's run in that language agrees
 //! with the Rust example's run of the same arguments on what the target
 //! server saw and what the engine recorded. It also holds the table to
-//! the world: every function of wit/test.wit's interfaces must appear in
-//! some row.
+//! the world, wload:test@0.2.0: every function of wit/test-0.2/test.wit's
+//! interfaces, and every field of the records a request is sent and
+//! answered with, must appear in some row.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -89,51 +90,74 @@ fn table() -> Vec<Row> {
     rows
 }
 
-/// `interface.function` for every function of wit/test.wit's interfaces
-/// (a resource's methods as `response.status`).
-fn world_functions() -> Vec<String> {
-    let text =
-        std::fs::read_to_string(repo_root().join("wit/test.wit")).expect("read wit/test.wit");
-    let mut out = Vec::new();
-    let mut scope = Vec::<String>::new();
+/// The records of the world whose every field the table must name, as
+/// `record.field`: how a request is sent, what came back, why it failed.
+/// In 0.1 these were functions (`send-with`, `response.status`, ...).
+const RECORDS: [&str; 3] = ["request-options", "sent", "http-error"];
+
+/// What the table must name, read from wit/test-0.2/test.wit: every
+/// function of the world's interfaces as `interface.function` (a
+/// resource's methods as `response.status`), and every field of
+/// [`RECORDS`] as `record.field`.
+struct WorldItems {
+    functions: Vec<String>,
+    fields: Vec<String>,
+}
+
+fn world_items() -> WorldItems {
+    const WIT: &str = "wit/test-0.2/test.wit";
+    let text = std::fs::read_to_string(repo_root().join(WIT)).expect("read wit/test-0.2/test.wit");
+    let (mut functions, mut fields) = (Vec::new(), Vec::new());
+    // (kind, name) of each open block; a block that is none of these has
+    // an empty kind.
+    let mut scope = Vec::<(String, String)>::new();
     for line in text.lines() {
         let line = line.trim();
-        if line.starts_with("///") || line.starts_with("//") {
+        // Comments, and the `@since(...)` gates on the line above an item.
+        if line.starts_with("//") || line.starts_with('@') {
             continue;
         }
         let words: Vec<&str> = line.split_whitespace().collect();
         if let [kind, name, "{"] = words[..]
-            && matches!(kind, "interface" | "resource" | "world")
+            && matches!(kind, "interface" | "resource" | "world" | "record")
         {
-            scope.push(if kind == "world" {
-                String::new()
-            } else {
-                name.to_owned()
-            });
+            scope.push((kind.to_owned(), name.to_owned()));
             continue;
         }
         if line.ends_with('{') {
-            scope.push(String::new());
+            scope.push(Default::default());
             continue;
         }
         if line.starts_with('}') {
             scope.pop();
             continue;
         }
-        let in_interface = scope.first().is_some_and(|s| !s.is_empty());
+        let in_interface = scope.first().is_some_and(|(kind, _)| kind == "interface");
+        let (kind, owner) = scope.last().cloned().unwrap_or_default();
         if in_interface && let Some((name, _)) = line.split_once(": func(") {
-            let owner = scope.last().cloned().unwrap_or_default();
-            out.push(format!("{owner}.{name}"));
+            functions.push(format!("{owner}.{name}"));
+        } else if kind == "record"
+            && RECORDS.contains(&owner.as_str())
+            && let Some((name, _)) = line.split_once(':')
+        {
+            fields.push(format!("{owner}.{}", name.trim()));
         }
     }
-    assert!(out.len() > 30, "parsed only {out:?} from wit/test.wit");
-    out
+    assert!(functions.len() > 20, "parsed only {functions:?} from {WIT}");
+    for record in RECORDS {
+        assert!(
+            fields.iter().any(|f| f.starts_with(&format!("{record}."))),
+            "parsed no field of `{record}` from {WIT}: {fields:?}"
+        );
+    }
+    WorldItems { functions, fields }
 }
 
 #[test]
 fn the_table_names_every_function_of_the_world() {
     let rows = table();
-    // The names in backticks of the WIT column.
+    // The names in backticks of the WIT column, a call's arguments left
+    // out (`send(request, options)` names `send`).
     let named: Vec<String> = rows
         .iter()
         .flat_map(|r| {
@@ -141,15 +165,22 @@ fn the_table_names_every_function_of_the_world() {
                 .split('`')
                 .skip(1)
                 .step_by(2)
-                .map(str::to_owned)
+                .map(|n| n.split('(').next().unwrap_or(n).trim().to_owned())
                 .collect::<Vec<_>>()
         })
         .collect();
-    for f in world_functions() {
+    let items = world_items();
+    for f in &items.functions {
         let (owner, name) = f.split_once('.').expect("owner.name");
         assert!(
-            named.iter().any(|n| n == name || *n == f),
-            "docs/parity.md: no row names `{name}` (wit/test.wit's {owner}.{name}) in its WIT column"
+            named.iter().any(|n| n == name || n == f),
+            "docs/parity.md: no row names `{name}` (wit/test-0.2/test.wit's {owner}.{name}) in its WIT column"
+        );
+    }
+    for f in &items.fields {
+        assert!(
+            named.contains(f),
+            "docs/parity.md: no row names `{f}` (a field of wit/test-0.2/test.wit's records) in its WIT column"
         );
     }
     for row in &rows {

@@ -1,10 +1,13 @@
-//! Plugin capabilities (wit/scenario.wit, world `confined-plugin`): the
-//! caps-probe fixture of `plugins/` declares one host (its `allowed`
-//! URL) and one env name, and tries an undeclared host and name too. A
-//! run grants them with `--allow-host` / `--allow-env` or is refused
-//! before any request, naming what is missing; a granted plugin reaches
-//! its declared host, a listener on another loopback port sees nothing
-//! however broad the grant, and undeclared env names read as unset.
+//! Plugin capabilities (wit/test-0.2/scenario.wit, world
+//! `confined-plugin`): the caps-probe fixture of `plugins/` declares one
+//! host (its `allowed` URL) and one env name, and tries an undeclared host
+//! and name too. A run grants them with `--allow-host` / `--allow-env` or
+//! is refused before any request, naming what is missing; a granted plugin
+//! reaches its declared host, a listener on another loopback port sees
+//! nothing however broad the grant, and undeclared env names read as
+//! unset. Every test runs caps-probe-v0-1 too, the same probe on 0.1's
+//! world (wit/scenario.wit): the engine holds plugins of both versions
+//! alike.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -16,9 +19,12 @@ use crate::support::{Finished, plugin, plugin_info, run_plugin, scratch, server}
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// `wload run caps-probe ARGS --summary-export`, in a scratch folder.
-fn probe(name: &str, args: &[String]) -> Finished {
-    run_plugin("caps-probe", &scratch(name), args, LIMIT)
+/// The probe on `wload:scenario@0.2.0`, and on `@0.1.0`.
+const PROBES: [&str; 2] = ["caps-probe", "caps-probe-v0-1"];
+
+/// `wload run PROBE ARGS --summary-export`, in a scratch folder.
+fn probe(probe: &str, name: &str, args: &[String]) -> Finished {
+    run_plugin(probe, &scratch(&format!("{probe}-{name}")), args, LIMIT)
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -27,6 +33,12 @@ fn args(list: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_granted_plugin_reaches_its_declared_host_and_nothing_else() {
+    for p in PROBES {
+        granted_reaches_the_declared_host_only(p);
+    }
+}
+
+fn granted_reaches_the_declared_host_only(name: &str) {
     let server = server();
     let (other, other_seen) =
         counting::start([127, 0, 0, 1].into(), counting::ok()).expect("a loopback listener");
@@ -52,25 +64,51 @@ fn a_granted_plugin_reaches_its_declared_host_and_nothing_else() {
     {
         let mut a = common.to_vec();
         a.extend(args(&["--allow-host", grant, "--allow-env", "PROBE_TOKEN"]));
-        let run = probe(&format!("caps-granted-{i}"), &a);
-        assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
-        assert_eq!(run.check("the declared host answers"), (2, 0), "{grant}");
-        assert_eq!(run.check("the undeclared host answers"), (0, 2), "{grant}");
-        assert_eq!(run.check("the declared env is read"), (2, 0), "{grant}");
-        assert_eq!(run.check("the undeclared env is hidden"), (2, 0), "{grant}");
-        assert_eq!(server.stats.requests(), 2 * (i as u64 + 1));
+        let run = probe(name, &format!("caps-granted-{i}"), &a);
+        assert_eq!(run.code(), Some(0), "{name}: stderr: {}", run.stderr());
+        assert_eq!(
+            run.check("the declared host answers"),
+            (2, 0),
+            "{name} {grant}"
+        );
+        assert_eq!(
+            run.check("the undeclared host answers"),
+            (0, 2),
+            "{name} {grant}"
+        );
+        assert_eq!(
+            run.check("the declared env is read"),
+            (2, 0),
+            "{name} {grant}"
+        );
+        assert_eq!(
+            run.check("the undeclared env is hidden"),
+            (2, 0),
+            "{name} {grant}"
+        );
+        assert_eq!(server.stats.requests(), 2 * (i as u64 + 1), "{name}");
         assert_eq!(
             other_seen.load(Ordering::SeqCst),
             0,
-            "the undeclared listener was connected to"
+            "{name}: the undeclared listener was connected to"
         );
         // The undeclared request failed as an egress denial does.
-        assert_eq!(run.metric("http_req_failed", "passes"), 2.0, "{grant}");
+        assert_eq!(
+            run.metric("http_req_failed", "passes"),
+            2.0,
+            "{name} {grant}"
+        );
     }
 }
 
 #[test]
 fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_request() {
+    for p in PROBES {
+        ungranted_is_refused_before_any_request(p);
+    }
+}
+
+fn ungranted_is_refused_before_any_request(name: &str) {
     let server = server();
     let (other, other_seen) =
         counting::start([127, 0, 0, 1].into(), counting::ok()).expect("a loopback listener");
@@ -83,11 +121,13 @@ fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_requ
         "PROBE_TOKEN=granted".to_owned(),
     ];
 
-    let run = probe("caps-refused-none", &base);
+    let run = probe(name, "caps-refused-none", &base);
     let err = run.stderr();
     assert_eq!(run.code(), Some(104), "stderr: {err}");
     assert!(
-        err.contains("the plugin caps-probe needs what this run does not grant (2 missing; nothing is granted)"),
+        err.contains(&format!(
+            "the plugin {name} needs what this run does not grant (2 missing; nothing is granted)"
+        )),
         "{err}"
     );
     assert!(
@@ -109,7 +149,7 @@ fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_requ
         "--allow-env",
         "PROBE_TOKEN",
     ]));
-    let run = probe("caps-refused-port", &a);
+    let run = probe(name, "caps-refused-port", &a);
     let err = run.stderr();
     assert_eq!(run.code(), Some(104), "stderr: {err}");
     assert!(
@@ -123,11 +163,15 @@ fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_requ
     // A grant that is not a host rule is refused as a flag.
     let mut a = base.to_vec();
     a.extend(args(&["--allow-host", "127.0.0.1:port"]));
-    let run = probe("caps-refused-flag", &a);
+    let run = probe(name, "caps-refused-flag", &a);
     assert_eq!(run.code(), Some(2), "stderr: {}", run.stderr());
     assert!(run.stderr().contains("--allow-host"), "{}", run.stderr());
 
-    assert_eq!(server.stats.requests(), 0, "a refused run sent requests");
+    assert_eq!(
+        server.stats.requests(),
+        0,
+        "{name}: a refused run sent requests"
+    );
     assert_eq!(other_seen.load(Ordering::SeqCst), 0);
 }
 
@@ -135,17 +179,31 @@ fn a_run_that_does_not_grant_what_the_plugin_declares_is_refused_before_any_requ
 /// it.
 #[test]
 fn plugin_info_shows_the_declared_capabilities() {
-    let text = plugin_info(&plugin("caps-probe"), &[], LIMIT);
-    assert!(text.contains("capabilities"), "{text}");
-    assert!(text.contains("{allowed}"), "{text}");
-    assert!(text.contains("PROBE_TOKEN"), "{text}");
+    for name in PROBES {
+        let text = plugin_info(&plugin(name), &[], LIMIT);
+        assert!(text.contains("capabilities"), "{name}: {text}");
+        assert!(text.contains("{allowed}"), "{name}: {text}");
+        assert!(text.contains("PROBE_TOKEN"), "{name}: {text}");
 
-    let json: Value = serde_json::from_str(&plugin_info(&plugin("caps-probe"), &["--json"], LIMIT))
-        .expect("JSON");
-    assert_eq!(json["capabilities"]["hosts"][0], "{allowed}");
-    assert_eq!(json["capabilities"]["env"][0], "PROBE_TOKEN");
+        let json: Value =
+            serde_json::from_str(&plugin_info(&plugin(name), &["--json"], LIMIT)).expect("JSON");
+        assert_eq!(json["name"], name);
+        let world = if name.ends_with("v0-1") {
+            "0.1.0"
+        } else {
+            "0.2.0"
+        };
+        assert_eq!(
+            json["world"],
+            format!("wload:scenario/confined-plugin@{world}"),
+            "{name}"
+        );
+        assert_eq!(json["capabilities"]["hosts"][0], "{allowed}");
+        assert_eq!(json["capabilities"]["env"][0], "PROBE_TOKEN");
+    }
     // A plugin of the plain world declares none.
     let json: Value = serde_json::from_str(&plugin_info(&plugin("har-replay"), &["--json"], LIMIT))
         .expect("JSON");
     assert_eq!(json["capabilities"], Value::Null);
+    assert_eq!(json["world"], "wload:scenario/plugin@0.2.0");
 }

@@ -1,4 +1,4 @@
-//! Scenario plugins (`wit/scenario.wit`), run directly: the har-replay
+//! Scenario plugins (`wit/test-0.2/scenario.wit`), run directly: the har-replay
 //! plugin of `plugins/` replaying a HAR that the test writes (pointing at
 //! the local target server, or moved onto it with `base-url`), its
 //! parameters from `-p`, `@file` and the options file, refusals of wrong
@@ -280,6 +280,7 @@ fn plugin_info_prints_the_description_and_parameters() {
     let doc: Value = serde_json::from_str(&plugin_info(&plugin("har-replay"), &["--json"], LIMIT))
         .expect("JSON on stdout");
     assert_eq!(doc["name"], "har-replay");
+    assert_eq!(doc["world"], "wload:scenario/plugin@0.2.0");
     let params: Vec<(&str, &str, bool)> = doc["params"]
         .as_array()
         .expect("params")

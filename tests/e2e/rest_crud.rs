@@ -97,6 +97,12 @@ fn rest_crud_describes_itself_and_refuses_wrong_parameters() {
         text.starts_with("rest-crud 0.1.0: Creates, reads"),
         "{text}"
     );
+    // The Python SDK builds plugins against 0.2's world.
+    assert!(
+        text.lines()
+            .any(|l| l == "world: wload:scenario/plugin@0.2.0"),
+        "{text}"
+    );
     for line in [
         "    base-url (text, required)",
         "    resource (text, default \"/items\")",

@@ -2,7 +2,9 @@
 //! one process: the engine tells their worlds apart, and the two, making
 //! the same requests through different imports, record the same series
 //! (requests by status and error code, checks, the custom counter) and
-//! send the server the same requests.
+//! send the server the same requests. Plugins too: one of
+//! `wload:scenario@0.1.0` and one of `@0.2.0` are told apart and describe
+//! themselves (tests/e2e/plugin_caps.rs runs the two).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -12,6 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 use wload_engine::component::{Cache, CompiledTest, World};
 use wload_engine::executor::Segment;
+use wload_engine::plugin::{self, GuestKind};
 use wload_engine::run::{RunOptions, TestSource, run};
 use wload_engine::sandbox::{Sandbox, SandboxLimits};
 use wload_http::ClientConfig;
@@ -130,4 +133,41 @@ async fn a_0_1_and_a_0_2_test_record_the_same() {
         checks.iter().all(|(_, (trues, _))| *trues == 0.0),
         "{checks:#?}"
     );
+}
+
+/// `plugins/<package>` built: the path of its `.wasm`.
+fn built_plugin(package: &str) -> std::path::PathBuf {
+    let root = guests::repo_root();
+    let status =
+        guests::build_plugins(&root, Some(package)).expect("cannot run cargo to build the plugins");
+    assert!(status.success(), "building plugins/{package} failed");
+    guests::guest_dir(&root).join(format!("{}.wasm", package.replace('-', "_")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0_1_and_a_0_2_plugin_are_told_apart_and_describe_themselves() {
+    let sandbox = Sandbox::probe(SandboxLimits::default()).expect("wasm engine");
+    for (package, world) in [
+        ("caps-probe-v0-1", World::V0_1),
+        ("caps-probe", World::V0_2),
+    ] {
+        let compiled =
+            CompiledTest::load(&sandbox.engine, &built_plugin(package), &Cache::disabled())
+                .expect("a plugin");
+        assert_eq!(compiled.kind, GuestKind::Plugin, "{package}");
+        assert_eq!(compiled.world, world, "{package}");
+        let description = plugin::describe(&compiled, &sandbox)
+            .await
+            .expect("a description");
+        assert_eq!(description.name, package);
+        assert_eq!(
+            description
+                .params
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>(),
+            ["allowed", "other"],
+            "{package}"
+        );
+    }
 }

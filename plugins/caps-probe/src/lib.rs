@@ -6,15 +6,15 @@
 //! hold a plugin to its declaration: checks record what it got.
 
 wit_bindgen::generate!({
-    path: "../../wit",
-    world: "wload:scenario/confined-plugin@0.1.0",
+    path: "../../wit/test-0.2",
+    world: "wload:scenario/confined-plugin@0.2.0",
     generate_all,
 });
 
 use std::cell::RefCell;
 
 use wload::scenario::types::{ParamKind, ParamSpec, ParamValue};
-use wload::test::http::{self, BodyMode, Request};
+use wload::test::http::{self, BodyMode, Request, RequestOptions};
 use wload::test::{checks, vu};
 
 struct Probe;
@@ -38,17 +38,22 @@ fn get(url: &str) -> u16 {
     if url.is_empty() {
         return 0;
     }
-    http::send(&Request {
+    let request = Request {
         method: "GET".to_owned(),
         url: url.to_owned(),
         headers: Vec::new(),
         body: None,
         tags: Vec::new(),
         name: None,
+    };
+    let options = RequestOptions {
         timeout: None,
-        body_mode: BodyMode::Discard,
-    })
-    .status()
+        max_redirects: None,
+        expected_statuses: None,
+        body_mode: Some(BodyMode::Discard),
+        max_body_size: None,
+    };
+    http::send(&request, &options).status
 }
 
 impl Guest for Probe {

@@ -1,5 +1,5 @@
-"""The raw imports of the world `wload:test` (0.2 for a test, 0.1's
-through `wload:scenario/plugin` for a plugin), guarded.
+"""The raw imports of the world `wload:test@0.2.0` (a test's, and a
+plugin's through `wload:scenario/plugin@0.2.0`), guarded.
 
 componentize-py runs the top level of a test once at build time and
 snapshots the result; the engine is not there to answer then, so a host

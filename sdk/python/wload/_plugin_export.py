@@ -1,5 +1,5 @@
 """Turns a plugin module (see `wload.plugin`) into the exports of the
-world `wload:scenario/plugin`.
+world `wload:scenario/plugin@0.2.0` (wit/test-0.2/scenario.wit).
 
 The build tool generates an app module that calls `make(plugin_module)`
 and names the result `WitWorld`, which componentize-py exports.
@@ -14,7 +14,9 @@ from componentize_py_types import Err
 from . import _host
 from ._export import _error_text, run
 from .plugin import KINDS, ParamError
-from wit_world.imports import types as _t
+# componentize-py names the plugin world's `wload:scenario/types` by its
+# package, beside `wload:test/types`.
+from wit_world.imports import wload_scenario_types as _t
 
 _KIND = {
     "text": _t.ParamKind.TEXT,

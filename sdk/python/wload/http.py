@@ -4,12 +4,11 @@
 when first used: a body the test never reads is never copied into it.
 Network errors do not raise: `status` is 0 and `error` says why, as in k6.
 
-A test binds `wload:test@0.2.0` (wit/test-0.2/test.wit): one `send` and
-one `batch`, each request with its `request-options`, and the answer's
-status, error and body length arrive with it. A plugin binds the world
-`wload:scenario/plugin@0.1.0`, which imports 0.1's `http` (wit/test.wit):
-the same API sends through 0.1's `send`/`send-with`/`send-with-limits`
-there and asks the handle for what 0.2 brings along.
+A test binds `wload:test@0.2.0` (wit/test-0.2/test.wit), and so does a
+plugin (its world `wload:scenario/plugin@0.2.0` imports the same
+interfaces): one `send` and one `batch`, each request with its
+`request-options`, and the answer's status, error and body length arrive
+with it.
 """
 
 from dataclasses import dataclass
@@ -20,9 +19,6 @@ from . import _host
 from wit_world.imports import http as _wit
 
 _NS_PER_MS = 1e6
-
-# Which `http` componentize-py generated: 0.2's has the `sent` record.
-_V0_2 = hasattr(_wit, "Sent")
 
 # k6's error code (`res.error_code`) of each `error-kind` of 0.2, by the
 # kind's WIT name (the table of wit/test-0.2/test.wit's comments).
@@ -52,7 +48,6 @@ _CODES = {
     "decompression": 1701,
     "decoded-too-large": 1702,
 }
-_KINDS = {code: kind for kind, code in _CODES.items()}
 
 
 def _kind_name(kind) -> str:
@@ -60,9 +55,9 @@ def _kind_name(kind) -> str:
     return kind.name.lower().replace("_", "-")
 
 
-# 0.2: each `ErrorKind` member's name and code, made at build time (a kind
+# Each `ErrorKind` member's name and code, made at build time (a kind
 # without a code fails the build rather than a request).
-_ERRORS = {k: (_kind_name(k), _CODES[_kind_name(k)]) for k in _wit.ErrorKind} if _V0_2 else {}
+_ERRORS = {k: (_kind_name(k), _CODES[_kind_name(k)]) for k in _wit.ErrorKind}
 
 
 def _status_code(status: int) -> int:
@@ -148,37 +143,27 @@ _UNSET = object()
 
 
 class Response:
-    """A response. Its status, error and body length came with it (0.2's
-    `sent`); every other field is asked of the engine on first use and
+    """A response. Its status, error and body length came with it (the
+    `sent` record); every other field is asked of the engine on first use and
     kept, so a body the test never reads stays in the engine. Reading the body
     (`content`, `text`, `json()`) reads the rest too and drops the handle,
     returning the engine's buffer; an unread response is dropped when the
     iteration (or setup, teardown) that sent it ends."""
 
-    def __init__(self, handle: _wit.Response, what: str, discard: bool, sent=None):
-        self._handle: Optional[_wit.Response] = handle
-        self._discard = discard
-        self._what = what
-        self._cache: dict[str, Any] = {}
-        if sent is not None:
-            # 0.2: what `send` answered besides the handle.
-            error = sent.error
-            if error is None:
-                self._cache.update(
-                    status=sent.status, body_length=sent.body_len, error=None, error_kind=None,
-                    error_code=_status_code(sent.status),
-                )
-            else:
-                kind, code = _ERRORS[error.kind]
-                self._cache.update(
-                    status=sent.status, body_length=sent.body_len, error=error.message, error_kind=kind,
-                    error_code=code,
-                )
+    def __init__(self, sent: _wit.Sent, spec: "Request"):
+        self._handle: Optional[_wit.Response] = sent.response
+        self._discard = spec.discard_body
+        self._what = spec._what()
+        # What `send` answered besides the handle.
+        error = sent.error
+        if error is None:
+            kind, code, message = None, _status_code(sent.status), None
+        else:
+            (kind, code), message = _ERRORS[error.kind], error.message
+        self._cache: dict[str, Any] = dict(
+            status=sent.status, body_length=sent.body_len, error=message, error_kind=kind, error_code=code,
+        )
         _open.append(self)
-
-    @classmethod
-    def _of_sent(cls, sent, spec: "Request") -> "Response":
-        return cls(sent.response, spec._what(), spec.discard_body, sent)
 
     def _release(self) -> None:
         handle, self._handle = self._handle, None
@@ -200,7 +185,7 @@ class Response:
 
     @property
     def status(self) -> int:
-        return self._field("status", lambda h: h.status())
+        return self._cache["status"]
 
     @property
     def url(self) -> str:
@@ -216,25 +201,24 @@ class Response:
 
     @property
     def error(self) -> Optional[str]:
-        return self._field("error", lambda h: h.error())
+        return self._cache["error"]
 
     @property
     def error_code(self) -> int:
         """k6's error code: the network error's (1212 connection refused,
         1050 timeout, ...), else 1000 + status for a 4xx/5xx, else 0."""
-        return self._field("error_code", lambda h: h.error_code())
+        return self._cache["error_code"]
 
     @property
     def error_kind(self) -> Optional[str]:
         """What kind of failure `error` was, as WIT's `error-kind` names
         it (`"connection-refused"`, `"timeout"`, ...); None without one."""
-        # 0.1 (plugins) tells only the code: the kind is the code's.
-        return self._field("error_kind", lambda _h: None if self.error is None else _KINDS.get(self.error_code, "generic"))
+        return self._cache["error_kind"]
 
     @property
     def body_length(self) -> int:
         """Bytes received; known even when the body was discarded."""
-        return self._field("body_length", lambda h: h.body_len())
+        return self._cache["body_length"]
 
     @property
     def proto(self) -> str:
@@ -372,8 +356,8 @@ class Request:
         return headers, body
 
     def _wire(self) -> tuple:
-        """0.2: the `request` record and its `request-options`, every
-        option `none` that the test left to the run."""
+        """The `request` record and its `request-options`, every option
+        `none` that the test left to the run."""
         headers, body = self._headers_and_body()
         req = _wit.Request(
             method=self.method.upper(),
@@ -397,70 +381,13 @@ class Request:
         )
         return req, opts
 
-    # 0.1 (plugins): the request, its options and its limits, the latter
-    # two None when nothing in them is set.
-
-    def _wire_v0_1(self) -> tuple:
-        headers, body = self._headers_and_body()
-        req = _wit.Request(
-            method=self.method.upper(),
-            url=self.url,
-            headers=headers,
-            body=body,
-            tags=_host.fields(self.tags),
-            name=self.name,
-            timeout=self._timeout_ns(),
-            body_mode=_wit.BodyMode.DISCARD if self.discard_body else _wit.BodyMode.KEEP,
-        )
-        opts = None
-        if self.max_redirects is not None or self.expected_statuses is not None or self.keep_body:
-            opts = _wit.RequestOptions(
-                max_redirects=self.max_redirects,
-                expected_statuses=self._expected(),
-                body_mode=_wit.BodyMode.KEEP if self.keep_body else None,
-            )
-        size = self._max_body_size()
-        limits = None if size is None else _wit.RequestLimits(max_body_size=size)
-        return req, opts, limits
-
-
-def _no_options_v0_1():
-    """0.1's options that leave everything to the run."""
-    return _wit.RequestOptions(max_redirects=None, expected_statuses=None, body_mode=None)
-
-
-def _send_v0_1(spec: Request) -> Response:
-    req, opts, limits = spec._wire_v0_1()
-    # The plainest call that carries what was set.
-    if limits is not None:
-        handle = _wit.send_with_limits(req, opts or _no_options_v0_1(), limits)
-    elif opts is not None:
-        handle = _wit.send_with(req, opts)
-    else:
-        handle = _wit.send(req)
-    return Response(handle, spec._what(), spec.discard_body)
-
-
-def _batch_v0_1(specs: list[Request]) -> list:
-    wired = [s._wire_v0_1() for s in specs]
-    if any(limits is not None for _, _, limits in wired):
-        none, unlimited = _no_options_v0_1(), _wit.RequestLimits(max_body_size=None)
-        handles = _wit.batch_with_limits([(r, o or none, lim or unlimited) for r, o, lim in wired])
-    elif all(o is None for _, o, _ in wired):
-        handles = _wit.batch([r for r, _, _ in wired])
-    else:
-        handles = _wit.batch_with([(r, o or _no_options_v0_1()) for r, o, _ in wired])
-    return [Response(h, s._what(), s.discard_body) for h, s in zip(handles, specs)]
-
 
 def request(method: str, url: str, **kwargs: Any) -> Response:
     """Send one request. Keyword arguments are those of `Request`."""
     _host.guard("an HTTP request")
     spec = Request(method, url, **kwargs)
-    if not _V0_2:
-        return _send_v0_1(spec)
     req, opts = spec._wire()
-    return Response._of_sent(_wit.send(req, opts), spec)
+    return Response(_wit.send(req, opts), spec)
 
 
 def get(url: str, **kwargs: Any) -> Response:
@@ -491,10 +418,8 @@ def batch(requests: list[Request]) -> list[Response]:
     """Send `requests` in parallel; responses come back in the same order."""
     _host.guard("an HTTP request")
     specs = list(requests)
-    if not _V0_2:
-        return _batch_v0_1(specs)
     sent = _wit.batch([s._wire() for s in specs])
-    return [Response._of_sent(s, spec) for s, spec in zip(sent, specs)]
+    return [Response(s, spec) for s, spec in zip(sent, specs)]
 
 
 def cookies(url: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""Write a wload scenario plugin (the world `wload:scenario/plugin`, see
-wit/scenario.wit) in Python: a module that describes itself and its
+"""Write a wload scenario plugin (the world `wload:scenario/plugin@0.2.0`,
+see wit/test-0.2/scenario.wit) in Python: a module that describes itself and its
 parameters, and runs one iteration of its scenario with them. Build it
 with `wload-py build --plugin my_plugin.py`; run it with
 `wload run my_plugin.wasm -p NAME=VALUE`.

@@ -29,7 +29,7 @@ pub use world::{Entries, VersionedPre, VersionedTest, World};
 use crate::WasmtimeResult;
 use crate::host::{self, v0_2};
 use crate::plugin::compose::{self, Library};
-use crate::plugin::{self, GuestKind, GuestPre, Param, PluginPre};
+use crate::plugin::{self, GuestKind, GuestPre, Param, VersionedPluginPre};
 use crate::sandbox::InstanceNeeds;
 
 /// The first world of tests, which the engine keeps running.
@@ -77,8 +77,9 @@ pub struct CompiledTest {
     pub needs: InstanceNeeds,
     /// A test or a plugin.
     pub kind: GuestKind,
-    /// The test world's version a test targets (0.1 for a plugin, whose
-    /// world imports 0.1's interfaces).
+    /// The test world's version a test targets, or whose interfaces a
+    /// plugin imports (0.2 for `wload:scenario/plugin@0.2.0`, 0.1 for
+    /// `@0.1.0`).
     pub world: World,
     /// A 0.2 test's entry points, once the run asked them.
     entries: Entries,
@@ -208,7 +209,7 @@ impl CompiledTest {
                 "{} is a plugin (a component of {}), not a test: only tests are taken here; \
                  run a plugin with `wload run PLUGIN.wasm -p NAME=VALUE`",
                 self.path.display(),
-                plugin::WORLD
+                plugin::WORLDS
             );
         }
         let component = self.component(engine)?;
@@ -228,22 +229,22 @@ impl CompiledTest {
                 self.world,
                 self.entries.clone(),
             )?)),
-            GuestKind::Plugin => GuestPre::plugin(pre, params),
+            GuestKind::Plugin => GuestPre::plugin(pre, self.world, params),
         }
     }
 
     /// Pre-linked instance factory of the plugin, for `describe`.
-    pub fn plugin_pre(&self, engine: &Engine) -> Result<PluginPre<host::VuState>> {
+    pub fn plugin_pre(&self, engine: &Engine) -> Result<VersionedPluginPre> {
         if self.kind != GuestKind::Plugin {
             bail!(
                 "{} is a test, not a plugin (a plugin is a component of the world {})",
                 self.path.display(),
-                plugin::WORLD
+                plugin::WORLDS
             );
         }
         let component = self.component(engine)?;
         let pre = host::linker(engine)?.instantiate_pre(&component).anyhow()?;
-        PluginPre::new(pre).anyhow()
+        VersionedPluginPre::new(pre, self.world)
     }
 }
 
@@ -257,16 +258,17 @@ fn deserialize(engine: &Engine, cwasm: &[u8]) -> Result<Component> {
 
 /// Check imports and exports against the worlds, with one-line errors:
 /// a component exporting `describe` is held to the plugin world, any
-/// other to the test world of the version it imports.
+/// other to the test world, each of the version of `wload:test` it
+/// imports.
 fn check_world(engine: &Engine, component: &Component) -> Result<(GuestKind, World)> {
     let is_plugin = component
         .component_type()
         .exports(engine)
         .any(|(name, _)| name == "describe");
     let worlds = if is_plugin {
-        format!("the world {}", plugin::WORLD)
+        format!("the world {}", plugin::WORLDS)
     } else {
-        format!("the world {WORLDS} (or, for a plugin, {})", plugin::WORLD)
+        format!("the world {WORLDS} (or, for a plugin, {})", plugin::WORLDS)
     };
     let linker = host::linker(engine)?;
     let pre = linker.instantiate_pre(component).map_err(|e| {
@@ -287,20 +289,23 @@ fn check_world(engine: &Engine, component: &Component) -> Result<(GuestKind, Wor
             one_line(&e.to_string())
         )
     })?;
+    let imported = World::of_imports(engine, component);
     if is_plugin {
-        PluginPre::new(pre).map_err(|e| {
+        // The two plugin worlds export the same; one importing none of
+        // wload's interfaces is taken as 0.2.
+        let world = imported.unwrap_or(World::V0_2);
+        VersionedPluginPre::new(pre, world).map_err(|e| {
             anyhow::anyhow!(
                 "its exports do not match the world {} ({}); a plugin exports describe, configure, \
                  setup, iteration and teardown",
-                plugin::WORLD,
+                plugin::world_name(world),
                 one_line(&format!("{e:#}"))
             )
         })?;
-        return Ok((GuestKind::Plugin, World::V0_1));
+        return Ok((GuestKind::Plugin, world));
     }
     // A test importing none of wload's interfaces is held to whichever
     // world its exports match, 0.2 first.
-    let imported = World::of_imports(engine, component);
     let world = match imported {
         Some(world) => world,
         None if v0_2::TestPre::new(pre.clone()).is_ok() => World::V0_2,

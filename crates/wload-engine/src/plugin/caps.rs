@@ -1,5 +1,6 @@
 //! Plugin capabilities: what a plugin of the world
-//! `wload:scenario/confined-plugin` (wit/scenario.wit) declares it reaches
+//! `wload:scenario/confined-plugin` (wit/test-0.2/scenario.wit, and 0.1's
+//! in wit/scenario.wit: the same export) declares it reaches
 //! outside its sandbox (hosts, env names), checked against what the run
 //! grants (`--allow-host`, `--allow-env`; in `wload serve` the tenant's
 //! egress policy, which every declared host must be inside), and the
@@ -33,14 +34,15 @@ use crate::component::CompiledTest;
 use crate::run::RunOptions;
 use crate::sandbox::Sandbox;
 
-/// The world whose plugins declare capabilities.
-pub const WORLD: &str = "wload:scenario/confined-plugin@0.1.0";
+/// The world whose plugins declare capabilities (0.1's, `@0.1.0`, runs
+/// too).
+pub const WORLD: &str = "wload:scenario/confined-plugin@0.2.0";
 
 /// The export that declares them.
 const EXPORT: &str = "capabilities";
 
 /// What a plugin declares, as its `capabilities()` returns it (the
-/// record `capabilities` of wit/scenario.wit).
+/// record `capabilities` of wit/test-0.2/scenario.wit, as of 0.1's).
 #[derive(Debug, Clone, Default, PartialEq, Eq, ComponentType, Lift)]
 #[component(record)]
 pub struct Capabilities {
@@ -70,7 +72,7 @@ pub async fn declared(compiled: &CompiledTest, sandbox: &Sandbox) -> Result<Opti
         .with_context(|| {
             format!(
                 "its export `{EXPORT}` is not `func() -> capabilities` of the world {WORLD} \
-                 (wit/scenario.wit): rebuild it against wload's wit/"
+                 (wit/test-0.2/scenario.wit): rebuild it against wload's wit/test-0.2"
             )
         })?;
     let (caps,) = func

@@ -1,5 +1,11 @@
-//! Scenario plugins: components of the world `wload:scenario/plugin`
-//! (`wit/scenario.wit`), run directly with parameters.
+//! Scenario plugins: components of the world `wload:scenario/plugin`,
+//! run directly with parameters. Two versions run side by side, as tests
+//! of both `wload:test` versions do: `@0.2.0` (`wit/test-0.2/scenario.wit`),
+//! which imports `wload:test@0.2.0`'s interfaces, and `@0.1.0`
+//! (`wit/scenario.wit`), which imports 0.1.0's. Their exports and
+//! parameter types are the same; [`VersionedPluginPre`] picks the bindings
+//! by the version of `wload:test` the plugin imports
+//! ([`World::of_imports`](crate::component::World::of_imports)).
 //!
 //! A plugin imports the same interfaces as a test, so it links against
 //! the same host linker and runs in the same VU stores; only its exports
@@ -26,7 +32,7 @@ use wload_http::{BodyPool, Client, ClientConfig, EgressPolicy};
 use wload_metrics::{Recorder, Registry, TagSet};
 
 use crate::WasmtimeResult;
-use crate::component::{CompiledTest, VersionedPre, VersionedTest};
+use crate::component::{CompiledTest, VersionedPre, VersionedTest, World};
 use crate::host::{self, RunShared, VuScenario, VuState};
 use crate::sandbox::Sandbox;
 
@@ -47,8 +53,44 @@ wasmtime::component::bindgen!({
 // `ParamError` to this module.
 pub use wload::scenario::types::{ParamKind, ParamSpec, ParamValue};
 
-/// The world every plugin must target.
-pub const WORLD: &str = "wload:scenario/plugin@0.1.0";
+/// The bindings of `wload:scenario/plugin@0.2.0`. Its imports are the
+/// 0.2 test world's, and its parameter types are 0.1's (the records are
+/// the same), so `params` and `describe` serve both versions.
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        path: "../../wit/test-0.2",
+        world: "wload:scenario/plugin@0.2.0",
+        exports: { default: async },
+        with: {
+            "wload:test/types": crate::host::v0_2::wload::test::types,
+            "wload:test/http": crate::host::v0_2::wload::test::http,
+            "wload:test/checks": crate::host::v0_2::wload::test::checks,
+            "wload:test/metrics": crate::host::v0_2::wload::test::metrics,
+            "wload:test/vu": crate::host::v0_2::wload::test::vu,
+            "wload:scenario/types": super::wload::scenario::types,
+        },
+    });
+
+    /// The world plugins are built against now.
+    pub const WORLD: &str = "wload:scenario/plugin@0.2.0";
+}
+
+/// The world plugins are built against now; [`WORLD_V0_1`]'s run too.
+pub const WORLD: &str = v0_2::WORLD;
+
+/// The first plugin world, which the engine keeps running.
+pub const WORLD_V0_1: &str = "wload:scenario/plugin@0.1.0";
+
+/// The plugin worlds, for messages.
+pub const WORLDS: &str = "wload:scenario/plugin@0.2.0 (or wload:scenario/plugin@0.1.0)";
+
+/// The plugin world whose imports are those of the test world `world`.
+pub fn world_name(world: World) -> &'static str {
+    match world {
+        World::V0_1 => WORLD_V0_1,
+        World::V0_2 => WORLD,
+    }
+}
 
 /// The one entry point a plugin has, as scenarios name it in `exec`.
 pub const ENTRY_POINT: &str = "default";
@@ -62,13 +104,110 @@ pub enum GuestKind {
     Plugin,
 }
 
+/// Pre-linked instance factory of a plugin of either version.
+#[derive(Clone)]
+pub enum VersionedPluginPre {
+    V0_1(PluginPre<VuState>),
+    V0_2(v0_2::PluginPre<VuState>),
+}
+
+impl VersionedPluginPre {
+    /// `pre` checked against the exports of the plugin world of `world`,
+    /// the version of `wload:test` the plugin imports.
+    pub fn new(pre: InstancePre<VuState>, world: World) -> Result<Self> {
+        Ok(match world {
+            World::V0_1 => VersionedPluginPre::V0_1(PluginPre::new(pre).anyhow()?),
+            World::V0_2 => VersionedPluginPre::V0_2(v0_2::PluginPre::new(pre).anyhow()?),
+        })
+    }
+
+    pub fn instance_pre(&self) -> &InstancePre<VuState> {
+        match self {
+            VersionedPluginPre::V0_1(pre) => pre.instance_pre(),
+            VersionedPluginPre::V0_2(pre) => pre.instance_pre(),
+        }
+    }
+
+    pub async fn instantiate_async(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<VersionedPlugin> {
+        Ok(match self {
+            VersionedPluginPre::V0_1(pre) => {
+                VersionedPlugin::V0_1(pre.instantiate_async(store).await?)
+            }
+            VersionedPluginPre::V0_2(pre) => {
+                VersionedPlugin::V0_2(pre.instantiate_async(store).await?)
+            }
+        })
+    }
+}
+
+/// One instance of a plugin of either version: the same exports, the
+/// same parameter types.
+pub enum VersionedPlugin {
+    V0_1(Plugin),
+    V0_2(v0_2::Plugin),
+}
+
+impl VersionedPlugin {
+    pub async fn call_describe(&self, store: &mut Store<VuState>) -> wasmtime::Result<Description> {
+        match self {
+            VersionedPlugin::V0_1(p) => p.call_describe(store).await,
+            VersionedPlugin::V0_2(p) => p.call_describe(store).await,
+        }
+    }
+
+    pub async fn call_configure(
+        &self,
+        store: &mut Store<VuState>,
+        params: &[Param],
+    ) -> wasmtime::Result<Result<(), ParamError>> {
+        match self {
+            VersionedPlugin::V0_1(p) => p.call_configure(store, params).await,
+            VersionedPlugin::V0_2(p) => p.call_configure(store, params).await,
+        }
+    }
+
+    pub async fn call_setup(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<Result<Option<String>, String>> {
+        match self {
+            VersionedPlugin::V0_1(p) => p.call_setup(store).await,
+            VersionedPlugin::V0_2(p) => p.call_setup(store).await,
+        }
+    }
+
+    pub async fn call_iteration(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            VersionedPlugin::V0_1(p) => p.call_iteration(store).await,
+            VersionedPlugin::V0_2(p) => p.call_iteration(store).await,
+        }
+    }
+
+    pub async fn call_teardown(
+        &self,
+        store: &mut Store<VuState>,
+    ) -> wasmtime::Result<Result<(), String>> {
+        match self {
+            VersionedPlugin::V0_1(p) => p.call_teardown(store).await,
+            VersionedPlugin::V0_2(p) => p.call_teardown(store).await,
+        }
+    }
+}
+
 /// Pre-linked instance factory of a test or of a configured plugin.
 #[derive(Clone)]
 pub enum GuestPre {
     /// Of either version of the test world.
     Test(VersionedPre),
     Plugin {
-        pre: PluginPre<VuState>,
+        /// Of either version of the plugin world.
+        pre: VersionedPluginPre,
         /// The run's parameters, checked, given to every instance.
         params: Arc<Vec<Param>>,
     },
@@ -77,16 +216,16 @@ pub enum GuestPre {
 /// One instance of a test or a plugin in a store.
 pub enum Guest {
     Test(VersionedTest),
-    Plugin(Plugin),
+    Plugin(VersionedPlugin),
 }
 
 impl GuestPre {
     /// A plugin's, whose instances get `params` in `configure` (already
     /// checked against its description). A test's is
     /// [`CompiledTest::guest_pre`]'s to make: it knows the test's world.
-    pub fn plugin(pre: InstancePre<VuState>, params: Vec<Param>) -> Result<Self> {
+    pub fn plugin(pre: InstancePre<VuState>, world: World, params: Vec<Param>) -> Result<Self> {
         Ok(GuestPre::Plugin {
-            pre: PluginPre::new(pre).anyhow()?,
+            pre: VersionedPluginPre::new(pre, world)?,
             params: Arc::new(params),
         })
     }

@@ -1,6 +1,7 @@
 //! `wload plugin …`: what a scenario plugin (a component of the world
-//! `wload:scenario/plugin`, see wit/scenario.wit) says about itself, so
-//! that its parameters can be found without reading its source; and
+//! `wload:scenario/plugin`, see wit/test-0.2/scenario.wit) says about
+//! itself, so that its parameters can be found without reading its
+//! source; and
 //! shipping plugins through OCI registries (`push`, `pull`; the client
 //! and the lock file are the wload-oci crate).
 
@@ -96,9 +97,19 @@ impl PluginCommand {
     }
 }
 
-/// The description of the plugin at `path` and the capabilities it
-/// declares (`None`: a plugin of the plain world); a test is refused.
-async fn describe_file(path: &Path) -> Result<(plugin::Description, Option<caps::Capabilities>)> {
+/// What `wload plugin info` says of a scenario plugin.
+struct Described {
+    description: plugin::Description,
+    /// `None`: a plugin of the plain world `plugin`.
+    declared: Option<caps::Capabilities>,
+    /// The world it targets, with its version: which `wload:test` it
+    /// binds is what a user moving a plugin to 0.2 wants to see.
+    world: String,
+}
+
+/// The description of the plugin at `path`, the capabilities it declares
+/// and its world; a test is refused.
+async fn describe_file(path: &Path) -> Result<Described> {
     let probe = Sandbox::probe(SandboxLimits::default())?;
     // Epochs tick for the guest timeout: a describe() that loops is cut.
     let _ticker = probe.start_ticker();
@@ -109,7 +120,7 @@ async fn describe_file(path: &Path) -> Result<(plugin::Description, Option<caps:
             message: format!(
                 "{} is a test, not a plugin (a component of the world {}): run it with `wload run`",
                 path.display(),
-                plugin::WORLD
+                plugin::WORLDS
             ),
         }
         .into());
@@ -120,7 +131,17 @@ async fn describe_file(path: &Path) -> Result<(plugin::Description, Option<caps:
     let declared = caps::declared(&compiled, &probe)
         .await
         .with_context(|| format!("{} cannot declare its capabilities", path.display()))?;
-    Ok((description, declared))
+    let world = plugin::world_name(compiled.world);
+    let world = if declared.is_some() {
+        world.replace("/plugin@", "/confined-plugin@")
+    } else {
+        world.to_owned()
+    };
+    Ok(Described {
+        description,
+        declared,
+        world,
+    })
 }
 
 async fn info(path: &Path, json: bool) -> Result<u8> {
@@ -154,15 +175,24 @@ async fn info(path: &Path, json: bool) -> Result<u8> {
 /// `wload plugin info` of a scenario plugin: its description and the
 /// capabilities it declares.
 async fn scenario_info(path: &Path, json: bool) -> Result<String> {
-    let (description, declared) = describe_file(path).await?;
+    let Described {
+        description,
+        declared,
+        world,
+    } = describe_file(path).await?;
     Ok(if json {
         let mut info = params::info_json(&description);
         info["capabilities"] = caps::info_json(declared.as_ref());
+        info["world"] = world.into();
         let mut text =
             serde_json::to_string_pretty(&info).context("cannot encode the description")?;
         text.push('\n');
         text
     } else {
-        params::info_text(&description) + &caps::info_text(declared.as_ref())
+        format!(
+            "{}{}\nworld: {world}\n",
+            params::info_text(&description),
+            caps::info_text(declared.as_ref())
+        )
     })
 }

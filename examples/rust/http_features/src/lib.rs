@@ -18,7 +18,8 @@
 //! - `sdk`: query, form, multipart and JSON bodies through `/echo`.
 //! - `keep`: with `--discard-response-bodies`, a request that keeps its body.
 //! - `options`: a batch whose requests have options of their own
-//!   (`batch-with`): one follows no redirect, one expects its 404, one not.
+//!   (each its own `request-options` in `batch`): one follows no redirect,
+//!   one expects its 404, one not.
 //! - `repeated`: the two `set-cookie` fields of one response stay apart.
 //! - `lazy`: `/bytes/${LAZY_BYTES}` (default 60 MiB) answered, its length
 //!   and timings read, its body not (with `-e READ=1`, read too).

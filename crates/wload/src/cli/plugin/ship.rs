@@ -37,7 +37,7 @@ pub(super) async fn push(path: &Path, target: &str, insecure: bool) -> Result<u8
         None => {
             // Describing it checks that it is a scenario plugin (a test is
             // refused) and gives the manifest its name, version and summary.
-            let (description, _) = super::describe_file(path).await?;
+            let description = super::describe_file(path).await?.description;
             let notes = Annotations {
                 title: description.name,
                 version: description.version,
