@@ -105,6 +105,17 @@ export class Response {
     return value;
   }
 
+  /**
+   * The field `key`, made by `make()` of fields already read (the header
+   * list): it needs the handle only if they were not read yet.
+   */
+  _derived(key, make) {
+    if (key in this._fields) return this._fields[key];
+    const value = make();
+    this._fields[key] = value;
+    return value;
+  }
+
   get status() {
     return this._field('status', (h) => h.status());
   }
@@ -122,7 +133,7 @@ export class Response {
   }
   /** Canonical-Case names; repeated fields joined with ", ", as k6 does. */
   get headers() {
-    return this._field('headers', () => {
+    return this._derived('headers', () => {
       const out = {};
       for (const [k, v] of this._headerList()) {
         const name = canonical(k);
@@ -133,7 +144,7 @@ export class Response {
   }
   /** The cookies this response set, by name (k6's `res.cookies`). */
   get cookies() {
-    return this._field('cookies', () => cookiesOf(this._headerList()));
+    return this._derived('cookies', () => cookiesOf(this._headerList()));
   }
   /** Bytes received, also known when the body was discarded. */
   get body_length() {
