@@ -9,7 +9,7 @@
 //! run-wide lock.
 //!
 //! WASI is linked too, because toolchains' standard libraries import it
-//! (Rust's `std`, componentize-js/py), but sandboxed: no files, no sockets,
+//! (Rust's `std`, componentize-py), but sandboxed: no files, no sockets,
 //! no host environment. Its context is built on first use, so guests that
 //! never touch WASI pay nothing for it.
 
