@@ -25,8 +25,8 @@ COPY examples examples
 COPY tests tests
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p wload --bin wload \
-    && strip --strip-debug -o /usr/local/bin/wload target/release/wload
+    cargo build --profile dist --locked -p wload --bin wload \
+    && strip --strip-debug -o /usr/local/bin/wload target/dist/wload
 
 FROM debian:bookworm-slim
 RUN apt-get update \

@@ -103,9 +103,9 @@ fi
 # --- wload and its guests ---------------------------------------------------
 rustup target add wasm32-wasip2 >/dev/null
 say "building wload (release) and the guests"
-cargo build --release -p wload -q
+cargo build --profile "${WLOAD_PROFILE:-release}" -p wload -q
 (cd examples && cargo build --release --target wasm32-wasip2 -q --target-dir ../target/guests -p hello -p mixed)
-wload=$repo/target/release/wload
+wload=$repo/target/${WLOAD_PROFILE:-release}/wload
 guests=$repo/target/guests/wasm32-wasip2/release
 
 # --- limits -----------------------------------------------------------------

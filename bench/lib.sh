@@ -1,7 +1,8 @@
 # Shared by the single-purpose bench scripts (sourced, not run): the
 # wload binary and a guest example, built when missing.
 #
-#   wload_and_guest NAME   sets WLOAD (built unless given) and GUEST
+#   wload_and_guest NAME   sets WLOAD (built unless given; WLOAD_PROFILE=dist
+#                          for the shipped LTO build) and GUEST
 #                          (target/guests/.../NAME.wasm, built if absent;
 #                          a GUEST given is kept: any component, such as
 #                          `wload build script.js -o x.wasm`'s)
@@ -11,8 +12,9 @@
 #   free_port              prints a port on 127.0.0.1 that nothing holds now
 wload_and_guest() {
   if [ -z "${WLOAD:-}" ]; then
-    cargo build --release -p wload -q
-    WLOAD=target/release/wload
+    # WLOAD_PROFILE=dist: the shipped build (fat LTO, Cargo.toml).
+    cargo build --profile "${WLOAD_PROFILE:-release}" -p wload -q
+    WLOAD=target/${WLOAD_PROFILE:-release}/wload
   fi
   if [ -n "${GUEST:-}" ]; then
     [ -f "$GUEST" ] || { echo "GUEST=$GUEST: no such file" >&2; exit 1; }
