@@ -12,8 +12,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-#[cfg(test)]
-use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
 
@@ -75,51 +73,29 @@ pub fn build(test: &Path, beside: &[String], out: &Path) -> Result<Vec<String>> 
     })
 }
 
-/// The runtime's sources, in the order build.sh hashes them.
-#[cfg(test)]
-fn runtime_sources() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/python");
-    let mut out = vec![
-        root.join("runtime/Cargo.toml"),
-        root.join("runtime/Cargo.lock"),
-        root.join("runtime/.cargo/config.toml"),
-        root.join("runtime/build.sh"),
-        root.join("runtime/build.rs"),
-    ];
-    for dir in [
-        "runtime/src",
-        "runtime/c",
-        "runtime/c/mod/wload",
-        "runtime/py",
-        "runtime/py/wload",
-    ] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
-            .expect("the runtime's sources")
-            .map(|e| e.expect("a directory entry").path())
-            .filter(|p| p.is_file())
-            .collect();
-        files.sort();
-        out.extend(files);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use sha2::{Digest, Sha256};
-
     #[test]
     fn the_built_runtime_matches_its_sources() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk/python");
-        let mut h = Sha256::new();
-        for path in super::runtime_sources() {
-            let rel = path.strip_prefix(&root).expect("under sdk/python");
-            h.update(rel.to_string_lossy().as_bytes());
-            h.update([0]);
-            h.update(std::fs::read(&path).expect("a source file"));
-            h.update([0]);
-        }
-        let hash: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        // The order build.sh hashes them in.
+        let hash = super::super::preinit::sources_hash(
+            &root,
+            &[
+                "runtime/Cargo.toml",
+                "runtime/Cargo.lock",
+                "runtime/.cargo/config.toml",
+                "runtime/build.sh",
+                "runtime/build.rs",
+            ],
+            &[
+                "runtime/src",
+                "runtime/c",
+                "runtime/c/mod/wload",
+                "runtime/py",
+                "runtime/py/wload",
+            ],
+        );
         assert_eq!(
             super::RUNTIME_SOURCES.trim(),
             hash,

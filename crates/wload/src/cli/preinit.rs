@@ -291,3 +291,30 @@ fn ready<F: Future>(future: F) -> Result<F::Output> {
         Poll::Pending => bail!("the snapshot waited on something"),
     }
 }
+
+/// What build.sh writes into a runtime's `.sources`: the SHA-256 over
+/// each source's path (relative to `root`), a NUL, its content and a NUL;
+/// the list is the runtime's own (`dirs` read sorted, after `files`).
+#[cfg(test)]
+pub fn sources_hash(root: &Path, files: &[&str], dirs: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut paths: Vec<std::path::PathBuf> = files.iter().map(|f| root.join(f)).collect();
+    for dir in dirs {
+        let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(root.join(dir))
+            .expect("the runtime's sources")
+            .map(|e| e.expect("a directory entry").path())
+            .filter(|p| p.is_file())
+            .collect();
+        found.sort();
+        paths.extend(found);
+    }
+    let mut h = Sha256::new();
+    for path in paths {
+        let rel = path.strip_prefix(root).expect("under the SDK's folder");
+        h.update(rel.to_string_lossy().as_bytes());
+        h.update([0]);
+        h.update(std::fs::read(&path).expect("a source file"));
+        h.update([0]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
