@@ -30,12 +30,7 @@ pub const RUNTIME_ENV: &str = "WLOAD_JS_RUNTIME";
 
 /// The runtime's bytes: `WLOAD_JS_RUNTIME`'s file, else the built-in one.
 pub fn runtime() -> Result<std::borrow::Cow<'static, [u8]>> {
-    match std::env::var_os(RUNTIME_ENV) {
-        Some(path) => std::fs::read(&path)
-            .map(std::borrow::Cow::Owned)
-            .with_context(|| format!("cannot read {RUNTIME_ENV}={}", Path::new(&path).display())),
-        None => Ok(std::borrow::Cow::Borrowed(RUNTIME)),
-    }
+    super::preinit::runtime_bytes(RUNTIME_ENV, RUNTIME)
 }
 
 /// Build `script` into the component written to `out`, its imports of

@@ -23,6 +23,20 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use wasmtime::{Caller, Engine, Extern, Instance, Linker, Module, Store, Val};
 use wasmtime_wizer::{InstanceState, SnapshotVal, ValType, Wizer};
 
+/// A runtime's bytes: the file the variable `env` names (a runtime being
+/// worked on, without rebuilding wload), else the one built in.
+pub fn runtime_bytes(
+    env: &str,
+    built_in: &'static [u8],
+) -> Result<std::borrow::Cow<'static, [u8]>> {
+    match std::env::var_os(env) {
+        Some(path) => std::fs::read(&path)
+            .map(std::borrow::Cow::Owned)
+            .with_context(|| format!("cannot read {env}={}", Path::new(&path).display())),
+        None => Ok(std::borrow::Cow::Borrowed(built_in)),
+    }
+}
+
 /// A runtime to pre-initialise.
 pub struct Runtime<'a> {
     /// The core module.
