@@ -27,6 +27,10 @@
 #       # and 3 × DURATION seconds instead of N and 3N iterations
 #   VU_MEMORY=4MiB VUS=2000 N=4000 bench/instructions.sh
 #       # many VUs: valgrind cannot reserve thousands of 64 MiB slots
+#   LL=1048576,16,64 CACHE=1 bench/instructions.sh
+#       # the simulated last level sized as this CPU's L2 (1 MiB), not its
+#       # L3: callgrind simulates two levels, and the misses that cost an
+#       # idle VU's iteration are L2 misses that hit L3
 #
 # CACHE=1 matters because an iteration's code does not fit in the L1
 # instruction cache (docs/BENCHMARKS.md, Session 10): a change that
@@ -39,6 +43,7 @@ vus=${VUS:-4}
 top=${TOP:-0}
 sim=()
 [ -n "${CACHE:-}" ] && sim=(--cache-sim=yes --branch-sim=yes)
+[ -n "${CACHE:-}" ] && [ -n "${LL:-}" ] && sim+=(--LL="$LL")
 . bench/lib.sh
 wload_and_guest "${EXAMPLE:-hello}"
 with=()
