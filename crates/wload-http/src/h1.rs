@@ -121,6 +121,14 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Give the buffer back to the thread's pool now; `self` is left
+    /// empty, without capacity (a later [`Scratch::fill`] allocates).
+    fn release(&mut self) {
+        drop(Scratch(std::mem::take(&mut self.0)));
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let mut buf = std::mem::take(&mut self.0);
@@ -429,6 +437,13 @@ impl H1Conn {
         rb: &mut Scratch,
         n: u64,
     ) -> Result<u64, Failure> {
+        if body.is_some() {
+            // The rest goes straight into the body: the scratch buffer
+            // (16 KiB, empty now) goes back to the thread's pool rather
+            // than being held through the whole body, so a 1 MB download
+            // does not hold one per exchange in flight.
+            rb.release();
+        }
         let mut remaining = n;
         while remaining > 0 {
             let limit = usize::try_from(remaining).unwrap_or(usize::MAX);
