@@ -119,9 +119,7 @@ impl Scratch {
             Err(e) => Err(Failure::io(&e)),
         }
     }
-}
 
-impl Scratch {
     /// Give the buffer back to the thread's pool now; `self` is left
     /// empty, without capacity (a later [`Scratch::fill`] allocates).
     fn release(&mut self) {

@@ -228,7 +228,9 @@ impl Drop for PooledBuf {
         let pool = &self.pool;
         if let Some(c) = class_of(buf.capacity()) {
             buf.clear();
-            if self.unknown {
+            // Written only when it changes: every worker's returns read
+            // this line, and a store per body would bounce it between them.
+            if self.unknown && pool.unknown.load(Relaxed) != c {
                 pool.unknown.store(c, Relaxed);
             }
             // A full class just frees the buffer.
