@@ -46,17 +46,14 @@ build "-Cprofile-generate=$dir/raw" gen
 trained=$dir/gen/$host/dist/wload
 guest=target/guests/wasm32-wasip2/release/hello.wasm
 
-log=$dir/target.log
-"$trained" target --port 0 --duration 120s 2>"$log" &
-server=$!
-trap 'kill -INT "$server" 2>/dev/null || true' EXIT
-base=
-for _ in $(seq 100); do
-  base=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$log")
-  [ -n "$base" ] && break
-  sleep 0.1
-done
-[ -n "$base" ] || { echo "wload target did not start: $(cat "$log")" >&2; exit 1; }
+# The training target: bench/lib.sh's `wload target` on core 0 (the
+# instrumented binary's own server, so its counts land in the profile too).
+. bench/lib.sh
+WLOAD=$trained
+port=$(free_port)
+base=http://127.0.0.1:$port
+trap stop_server EXIT
+serve "$port" 120 "$dir/target.log"
 
 train() {
   echo "training: $*" >&2
@@ -66,8 +63,7 @@ train --vus 4 --duration 4s
 train --vus 100 --duration 4s
 train --vus 1000 --duration 6s -e SLEEP_MS=1000
 
-kill -INT "$server"
-wait "$server" || true
+stop_server
 trap - EXIT
 
 "$profdata" merge -o "$dir/wload.profdata" "$dir/raw"
