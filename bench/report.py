@@ -8,11 +8,13 @@ run: scenario, tool, VUs, and the run's directory (or "skipped"). Each
 directory holds `time` ("elapsed user sys maxrss_kb" from /usr/bin/time),
 `stdout`, `stderr` and, for wload and k6, `summary.json` (k6's
 --summary-export layout, which wload also writes). Every ratio compares
-figures of the same run of compare.sh.
+figures of the same run of compare.sh; wload's mixed runs are repeated
+(BENCH_MIXED_REPEATS) and their targets take the medians.
 """
 
 import json
 import re
+import statistics
 import sys
 
 IDLE_VU_TARGET_KIB = 32
@@ -297,28 +299,64 @@ def steady_cell(r, ref):
     return f"{num(rate)} ({100 * rate / r['vus']:.0f}%), {micros(per_it)} ({ratio(per_it, ref)})"
 
 
+def mixed_runs(runs, scenario, tool="wload"):
+    return [r for r in runs if r["scenario"] == scenario and r["tool"] == tool]
+
+
+def figure(r, key):
+    """A run's figure (peak RSS, CPU s or a summary key), None when it failed."""
+    f = r.get("fig")
+    if not f:
+        return None
+    return r.get(key) if key in ("rss", "cpu") else f.get(key)
+
+
+def median(rs, key):
+    """The median of a figure over the runs that have it, and each run's
+    figure in run order (None where it failed)."""
+    each = [figure(r, key) for r in rs]
+    have = [x for x in each if x is not None]
+    return (statistics.median(have) if have else None), each
+
+
+def each_run(rs, key, fmt):
+    """Each run's figure in run order ("a / b / c"): the spread beside a median."""
+    return " / ".join("failed" if x is None else fmt(x) for x in median(rs, key)[1])
+
+
 def mixed(runs):
-    rows = [r for r in runs if r["scenario"] == "mixed-50"]
-    if not rows:
+    k6 = mixed_runs(runs, "mixed-50", "k6")
+    groups = [k6, mixed_runs(runs, "mixed-50"), mixed_runs(runs, "mixed-1")]
+    if not any(groups):
         return []
-    k6 = next((r for r in rows if r["tool"] == "k6" and r.get("fig")), None)
+    ref = next((r for r in k6 if r.get("fig")), None)
     out = [
-        "| tool | iterations/s (×k6) | req/s | p99 | peak RSS (×k6) | CPU s | checks passed / failed |",
-        "|---|---|---|---|---|---|---|",
+        "| tool | VUs | run | iterations/s (×k6) | req/s | p99 | peak RSS (×k6) | CPU s | checks passed / failed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        f = r.get("fig")
-        if not f:
-            out.append(f"| {r['tool']} | failed: {tail(r['dir'], 'stderr')} | | | | | |")
-            continue
-        its_ref = k6["fig"]["its"] if k6 else None
-        rss_ref = k6["rss"] if k6 else None
-        p99 = "–" if f["p99_ms"] is None else f"{f['p99_ms']:,.1f} ms"
+
+    def line(r, run, get, checks):
+        def vs(key):
+            # k6 runs 50 VUs only: a 1-VU run has nothing to compare with.
+            return f" ({ratio(get(key), figure(ref, key))})" if ref and r["vus"] == 50 else ""
+
+        p99 = "–" if get("p99_ms") is None else f"{get('p99_ms'):,.1f} ms"
         out.append(
-            f"| {r['tool']} | {num(f['its'], 1)} ({ratio(f['its'], its_ref)}) | {num(f['rps'])} | {p99} "
-            f"| {size(r['rss'])} ({ratio(r['rss'], rss_ref)}) | {num(r['cpu'], 1)} "
-            f"| {num(f['checks_ok'])} / {num(f['checks_failed'])} |"
+            f"| {r['tool']} | {num(r['vus'])} | {run} | {num(get('its'), 1)}{vs('its')} | {num(get('rps'))} | {p99} "
+            f"| {size(get('rss'))}{vs('rss')} | {num(get('cpu'), 1)} | {checks} |"
         )
+
+    for rs in groups:
+        for i, r in enumerate(rs, 1):
+            f = r.get("fig")
+            if not f:
+                out.append(f"| {r['tool']} | {num(r['vus'])} | {i} | failed: {tail(r['dir'], 'stderr')} | | | | | |")
+                continue
+            line(r, i, lambda key, r=r: figure(r, key), f"{num(f['checks_ok'])} / {num(f['checks_failed'])}")
+        if len(rs) > 1:
+            line(rs[0], "median", lambda key, rs=rs: median(rs, key)[0], "–")
+    if any(len(rs) > 1 for rs in groups):
+        out += ["", "median: each column's median over the runs above it (the targets use these)."]
     return out + [""]
 
 
@@ -387,23 +425,30 @@ def targets(runs, machine):
                 f"{', '.join(num(v) for v, _ in measured)} VUs: {size(at)} ({size(slope)} per VU)", None)
         else:
             row("100,000 VUs", f"did not run: {tail(big['dir'], 'stderr')}", False)
-    w, k = find("mixed-50", "wload"), find("mixed-50", "k6")
     # The baseline is the same test at 1 VU: its code, its metric series
     # (a dozen URL and status series of eight trends each, ~20 MiB of
     # histograms for this test, none of it per VU) and one VU's bodies;
     # the idle test's 1-VU run has one series and would count those
-    # histograms as overhead of the bodies.
-    one = find("mixed-1", "wload")
-    base = one["rss"] if one and one.get("rss") else None
+    # histograms as overhead of the bodies. Its peak moves by 14 MiB
+    # between identical runs (docs/BENCHMARKS.md, Session 13): medians of
+    # both sizes, each run's figure beside them.
+    w, one = mixed_runs(runs, "mixed-50"), mixed_runs(runs, "mixed-1")
+    rss, base = median(w, "rss")[0], median(one, "rss")[0]
     json_bytes = int(machine.get("json_bytes", "0") or 0)
-    if w and w.get("fig") and base and json_bytes:
+    if rss and base and json_bytes:
         floor = base + 49 * mixed_held_bytes(json_bytes)
-        row(f"mixed: peak RSS ≤ {MIXED_FLOOR:.1f}× floor (the test at 1 VU {size(base)} + 49 VUs × "
+        spread = (f"; medians of 50 VUs {each_run(w, 'rss', size)} and 1 VU {each_run(one, 'rss', size)}"
+                  if len(w) > 1 or len(one) > 1 else "")
+        row(f"mixed: peak RSS ≤ {MIXED_FLOOR:.1f}× floor (the test at 1 VU + 49 VUs × "
             f"{size(mixed_held_bytes(json_bytes))} held)",
-            f"{size(w['rss'])} = {w['rss'] / floor:.2f}× {size(floor)}", w["rss"] <= MIXED_FLOOR * floor)
-    if w and k and w.get("fig") and k.get("fig"):
-        row(f"mixed: throughput ≥ {MIXED_VS_K6:.1f}× k6", f"{w['fig']['its'] / k['fig']['its']:.2f}× k6 (iterations/s)",
-            w["fig"]["its"] >= MIXED_VS_K6 * k["fig"]["its"])
+            f"{size(rss)} = {rss / floor:.2f}× {size(floor)} (1 VU: {size(base)}){spread}",
+            rss <= MIXED_FLOOR * floor)
+    its, k6_its = median(w, "its")[0], fig(find("mixed-50", "k6"), "its")
+    if its and k6_its:
+        spread = f"; wload's the median of {each_run(w, 'its', lambda x: num(x, 1))}" if len(w) > 1 else ""
+        row(f"mixed: throughput ≥ {MIXED_VS_K6:.1f}× k6",
+            f"{its / k6_its:.2f}× k6 (iterations/s: {num(its, 1)} against {num(k6_its, 1)}){spread}",
+            its >= MIXED_VS_K6 * k6_its)
     return out + [""]
 
 
@@ -420,7 +465,7 @@ def main():
         f"net.ipv4.ip_local_port_range {machine.get('local_port_range')}.",
         f"Tools: wload {machine.get('wload')}, {machine.get('wrk')}, {machine.get('oha')}, "
         f"{machine.get('k6')}, nginx {machine.get('nginx')}.",
-        f"nginx (1 worker) on core 0, each generator on core 1, {machine.get('duration')} s per run. "
+        f"nginx (2 workers) on core 0, each generator on core 1, {machine.get('duration')} s per run. "
         "Cells: value (ratio to wrk / ratio to k6, same run).",
         "",
     ]
@@ -432,7 +477,8 @@ def main():
         out += ["**Idle VUs** (GET + sleep 1 s; ideal iterations/s = VUs)", ""] + sleep_rows
     mixed_rows = mixed(runs)
     if mixed_rows:
-        out += ["**mixed-50** (per iteration: 5 B, 100 KB, 1 MB, gzip JSON, /r/3 redirect chain, batch of 3)",
+        out += ["**mixed** (per iteration: 5 B, 100 KB, 1 MB, gzip JSON, /r/3 redirect chain, batch of 3; "
+                "wload also at 1 VU, the memory floor's baseline, its runs alternating 50 and 1 VU)",
                 ""] + mixed_rows
     out += ["**Targets**", ""] + targets(runs, machine)
     print("\n".join(out))
