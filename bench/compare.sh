@@ -149,11 +149,16 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 work=$(mktemp -d /tmp/wload-bench.XXXXXX)
 chmod 755 "$work"
 nginx_pid=""
-cleanup() {
+stop_nginx() {
   if [ -n "$nginx_pid" ]; then
     kill -QUIT "$nginx_pid" 2>/dev/null || true
     wait "$nginx_pid" 2>/dev/null || true
+    nginx_pid=""
   fi
+}
+
+cleanup() {
+  stop_nginx
   if [ -n "${BENCH_KEEP:-}" ]; then
     say "run directories kept in $work"
   else
@@ -178,17 +183,25 @@ PY
 json_bytes=$(stat -c %s "$work/html/data.json")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base=http://127.0.0.1:$port
-# Two workers, both on core 0 (the target keeps its one core), each with
-# its own socket on the port (reuseport: the kernel spreads connections
-# across them): a worker's connections are bounded by the open-file limit,
-# and one worker at 19,000 idle VUs ran short ("worker_connections are not
-# enough, reusing connections") and closed VUs' keep-alive connections,
-# failed checks that were the target's, not the generator's. Two hold
-# twice the limit.
-cat >"$work/nginx.conf" <<NGINX
+# nginx with WORKERS worker processes, all on core 0 (the target keeps its
+# one core). The throughput and mixed parts run one worker, as every
+# earlier figure in docs/BENCHMARKS.md did, so that they stay comparable
+# (two workers sharing the core moved wrk's figures by about a tenth on
+# the Intel machine of Session 14, in opposite directions at tiny-4 and
+# tiny-100). The idle sweep runs two, each
+# with its own socket on the port (reuseport: the kernel spreads
+# connections across them): a worker's connections are bounded by the
+# open-file limit, and one worker at 19,000 idle VUs ran short
+# ("worker_connections are not enough, reusing connections") and closed
+# VUs' keep-alive connections, failed checks that were the target's, not
+# the generator's.
+start_nginx() { # workers
+  local workers=$1 affinity
+  affinity=$(printf '1 %.0s' $(seq "$workers"))
+  cat >"$work/nginx.conf" <<NGINX
 daemon off;
-worker_processes 2;
-worker_cpu_affinity 1 1;
+worker_processes $workers;
+worker_cpu_affinity ${affinity% };
 worker_rlimit_nofile $nofile;
 pid $work/nginx.pid;
 error_log $work/error.log warn;
@@ -210,7 +223,7 @@ http {
   gzip_comp_level 1;
   gzip_min_length 256;
   server {
-    listen 127.0.0.1:$port backlog=4096 reuseport;
+    listen 127.0.0.1:$port backlog=4096$([ "$workers" -gt 1 ] && echo " reuseport");
     root $work/html;
     location = / { default_type text/plain; return 200 "hello"; }
     location = /r/1 { return 302 /; }
@@ -219,15 +232,15 @@ http {
   }
 }
 NGINX
-taskset -c 0 "$nginx_bin" -p "$work" -c "$work/nginx.conf" -e "$work/error.log" &
-nginx_pid=$!
-for _ in $(seq 50); do
-  curl -sf "$base/" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-[ "$(curl -sf "$base/")" = hello ] || { say "nginx did not start: $(cat "$work/error.log")"; exit 1; }
-say "nginx on $base (pid $nginx_pid, 2 workers on core 0); json body $json_bytes bytes"
-
+  taskset -c 0 "$nginx_bin" -p "$work" -c "$work/nginx.conf" -e "$work/error.log" &
+  nginx_pid=$!
+  for _ in $(seq 50); do
+    curl -sf "$base/" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  [ "$(curl -sf "$base/")" = hello ] || { say "nginx did not start: $(cat "$work/error.log")"; exit 1; }
+  say "nginx on $base (pid $nginx_pid, $workers worker(s) on core 0); json body $json_bytes bytes"
+}
 # --- runs -------------------------------------------------------------------
 # One line per run in runs.tsv: scenario, tool, VUs, run directory.
 # Each generator runs under /usr/bin/time (user+sys CPU, peak RSS) on core 1
@@ -284,6 +297,7 @@ wload_cmd() { # vus wasm [wload args...]: sets cmd
 limit=$((duration + 60))
 
 if [[ "$skip" != *" throughput "* ]]; then
+  start_nginx 1
   for spec in "tiny-4 4 /" "tiny-100 100 /" "100k-4 4 /100k.bin"; do
     read -r scenario conns path <<<"$spec"
     run "$scenario" wrk "$conns" $limit -- wrk -t1 -c"$conns" -d"${duration}s" \
@@ -295,10 +309,12 @@ if [[ "$skip" != *" throughput "* ]]; then
     wload_cmd "$conns" hello.wasm -e URL_PATH="$path"
     run "$scenario" wload "$conns" $limit -- "${cmd[@]}"
   done
+  stop_nginx
 fi
 
 local_ips=127.0.0.2-127.0.0.9
 if [[ "$skip" != *" sleep "* ]]; then
+  start_nginx 2
   # The cost of an idle VU is measured against a 1-VU run of the same test.
   for vus in 1 $sleep_vus; do
     wload_cmd "$vus" hello.wasm -e SLEEP_MS=1000 --local-ips "$local_ips"
@@ -316,9 +332,11 @@ if [[ "$skip" != *" sleep "* ]]; then
       printf '%s\t%s\t%s\t%s\n' "sleep-$vus" k6 "$vus" "skipped" >>"$runs"
     fi
   done
+  stop_nginx
 fi
 
 if [[ "$skip" != *" mixed "* ]]; then
+  start_nginx 1
   k6_cmd 50 mixed.js -e JSON_BYTES="$json_bytes"
   run mixed-50 k6 50 $limit -- "${cmd[@]}"
   # The memory floor's baseline is the same test at 1 VU (bench/report.py).
@@ -331,6 +349,7 @@ if [[ "$skip" != *" mixed "* ]]; then
     wload_cmd 1 mixed.wasm -e JSON_BYTES="$json_bytes"
     run mixed-1 wload 1 $limit -- "${cmd[@]}"
   done
+  stop_nginx
 fi
 
 # --- report -----------------------------------------------------------------

@@ -465,7 +465,7 @@ def main():
         f"net.ipv4.ip_local_port_range {machine.get('local_port_range')}.",
         f"Tools: wload {machine.get('wload')}, {machine.get('wrk')}, {machine.get('oha')}, "
         f"{machine.get('k6')}, nginx {machine.get('nginx')}.",
-        f"nginx (2 workers) on core 0, each generator on core 1, {machine.get('duration')} s per run. "
+        f"nginx on core 0 (1 worker; 2 for the idle VUs, reuseport), each generator on core 1, {machine.get('duration')} s per run. "
         "Cells: value (ratio to wrk / ratio to k6, same run).",
         "",
     ]
