@@ -17,5 +17,5 @@ pub mod threshold;
 
 pub use registry::{Builtin, MetricDef, MetricId, MetricKind, Registry, ValueKind};
 pub use shard::{Interval, Recorder, Snapshot};
-pub use sink::{PLAIN_SCALE, Sink, TIME_SCALE, TrendSink};
+pub use sink::{PLAIN_SCALE, Sink, TIME_SCALE, TrendHistogram, TrendSink};
 pub use tags::{GROUP_PATH_SEPARATOR, TagSet, Tags, intern, untagged};

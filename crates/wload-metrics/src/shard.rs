@@ -16,6 +16,8 @@
 //! so the totals are what recording everything in one place would give.
 //! Memory is one sink per series per shard (twice, with the spare) plus
 //! the totals: it depends on the number of series, not on the samples.
+//! A trend sink's histogram is nearly all of it, which is why its counts
+//! are 32 bits until one could overflow (the sink module says how).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -3,8 +3,30 @@
 //! Counters, gauges and rates keep a few numbers. Trends keep an exact
 //! count/sum/min/max plus an HdrHistogram (3 significant digits) for
 //! percentiles, so that sinks merge without loss, unlike a sample list.
+//!
+//! **Why the histogram's counts are 32 bits.** Its counts array is
+//! nearly all of a sink's memory: 25,600 counts once a 14 s value was
+//! seen (nanoseconds, 3 digits, lowest discernible value 1), and a run
+//! keeps one sink per series per recording shard, twice (the spare
+//! swapped in at each drain), plus the run totals and each interval's
+//! aggregate: 20 MB for the dozen series of `examples/rust/mixed` with
+//! `u64` counts. `u32` counts halve that. They could overflow (a sink of
+//! the totals past 4.3 billion samples), and hdrhistogram does not say
+//! so: it adds counts with `saturating_add`, keeps its total in a `u64`,
+//! and a bin stuck at `u32::MAX` under a larger total gives wrong
+//! percentiles. So [`TrendHistogram`] widens to `u64` counts, exactly,
+//! before a record or a merge could take its total past `u32::MAX`: a
+//! bin never holds more than the total, so that one comparison is enough
+//! (with the enum's tag, what a record costs more: the total is a field
+//! the record updates anyway). Narrow or wide, the same samples read the
+//! same and serialize to the same bytes. The lowest discernible value
+//! stays 1: a coarser one would change the figures users read
+//! (percentiles, exports, hdr logs).
 
-use hdrhistogram::Histogram;
+use std::io::Write;
+
+use hdrhistogram::serialization::Serializer;
+use hdrhistogram::{Counter, Histogram};
 
 use super::MetricKind;
 
@@ -13,6 +35,10 @@ use super::MetricKind;
 /// plain trends keep three decimals.
 pub const TIME_SCALE: f64 = 1_000_000.0;
 pub const PLAIN_SCALE: f64 = 1_000.0;
+
+/// The most samples a narrow histogram may hold: with its total at most
+/// this, no bin can have overflowed its `u32` count.
+const NARROW_MAX: u64 = u32::MAX as u64;
 
 #[derive(Debug, Clone)]
 pub enum Sink {
@@ -33,6 +59,242 @@ pub enum Sink {
     Trend(TrendSink),
 }
 
+/// A trend's HdrHistogram of scaled values: `u32` counts until its total
+/// would pass `u32::MAX`, then `u64` counts (see the module's comment).
+/// Both hold the same figures for the same samples, and serialize to the
+/// same bytes: the V2 format writes counts as varints, whatever their
+/// type in memory.
+#[derive(Debug, Clone)]
+pub enum TrendHistogram {
+    Narrow(Histogram<u32>),
+    Wide(Histogram<u64>),
+}
+
+impl TrendHistogram {
+    /// An empty, auto-resizing histogram of 3 significant digits.
+    pub fn new() -> TrendHistogram {
+        // Auto-resizing: memory grows with the largest value seen.
+        TrendHistogram::Narrow(
+            Histogram::new(3).expect("3 significant digits is a valid histogram"),
+        )
+    }
+
+    /// The histogram of `hist`'s counts, narrow if its total fits.
+    pub fn from_wide(hist: Histogram<u64>) -> TrendHistogram {
+        if hist.len() <= NARROW_MAX
+            && let Some(narrow) = convert::<u64, u32>(&hist)
+        {
+            return TrendHistogram::Narrow(narrow);
+        }
+        TrendHistogram::Wide(hist)
+    }
+
+    /// How many samples it holds.
+    pub fn len(&self) -> u64 {
+        match self {
+            TrendHistogram::Narrow(h) => h.len(),
+            TrendHistogram::Wide(h) => h.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether its counts are 64 bits.
+    pub fn is_wide(&self) -> bool {
+        matches!(self, TrendHistogram::Wide(_))
+    }
+
+    /// The lowest recorded value (0 if empty), as `Histogram::min`.
+    pub fn min(&self) -> u64 {
+        match self {
+            TrendHistogram::Narrow(h) => h.min(),
+            TrendHistogram::Wide(h) => h.min(),
+        }
+    }
+
+    /// The highest recorded value, as `Histogram::max`.
+    pub fn max(&self) -> u64 {
+        match self {
+            TrendHistogram::Narrow(h) => h.max(),
+            TrendHistogram::Wide(h) => h.max(),
+        }
+    }
+
+    pub fn mean(&self) -> f64 {
+        match self {
+            TrendHistogram::Narrow(h) => h.mean(),
+            TrendHistogram::Wide(h) => h.mean(),
+        }
+    }
+
+    pub fn value_at_percentile(&self, p: f64) -> u64 {
+        match self {
+            TrendHistogram::Narrow(h) => h.value_at_percentile(p),
+            TrendHistogram::Wide(h) => h.value_at_percentile(p),
+        }
+    }
+
+    /// The middle of the bin holding `value`.
+    pub fn median_equivalent(&self, value: u64) -> u64 {
+        match self {
+            TrendHistogram::Narrow(h) => h.median_equivalent(value),
+            TrendHistogram::Wide(h) => h.median_equivalent(value),
+        }
+    }
+
+    /// Every non-empty bin, lowest first: the highest value it holds
+    /// (`value_iterated_to`) and its count.
+    pub fn recorded(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let (narrow, wide) = match self {
+            TrendHistogram::Narrow(h) => (Some(h), None),
+            TrendHistogram::Wide(h) => (None, Some(h)),
+        };
+        let narrow = narrow.into_iter().flat_map(|h| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value().as_u64()))
+        });
+        let wide = wide.into_iter().flat_map(|h| {
+            h.iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        });
+        narrow.chain(wide)
+    }
+
+    /// The same histogram with `u64` counts (a copy).
+    pub fn to_wide(&self) -> Histogram<u64> {
+        match self {
+            TrendHistogram::Narrow(h) => widened(h),
+            TrendHistogram::Wide(h) => h.clone(),
+        }
+    }
+
+    /// Encode it with `serializer` (the same bytes for either width).
+    pub fn serialize<S: Serializer, W: Write>(
+        &self,
+        serializer: &mut S,
+        writer: &mut W,
+    ) -> Result<usize, S::SerializeError> {
+        match self {
+            TrendHistogram::Narrow(h) => serializer.serialize(h, writer),
+            TrendHistogram::Wide(h) => serializer.serialize(h, writer),
+        }
+    }
+
+    /// Record one value. The request path: one comparison more than a
+    /// plain `Histogram::record`.
+    #[inline]
+    fn record(&mut self, v: u64) {
+        match self {
+            // Total below u32::MAX: no bin is at u32::MAX, so adding one
+            // cannot saturate.
+            TrendHistogram::Narrow(h) if h.len() < NARROW_MAX => record_growing(h, v),
+            _ => self.record_wide(v),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn record_wide(&mut self, v: u64) {
+        record_growing(self.widen(), v);
+    }
+
+    /// Add `other`'s samples, widening first if the sum of the totals
+    /// would not fit a narrow histogram.
+    fn add(&mut self, other: &TrendHistogram) {
+        if other.is_empty() {
+            return;
+        }
+        if let (TrendHistogram::Narrow(a), TrendHistogram::Narrow(b)) = (&mut *self, other)
+            && a.len().saturating_add(b.len()) <= NARROW_MAX
+        {
+            // Both auto-resize, so adding cannot fail for lack of range.
+            let _ = a.add(b);
+            return;
+        }
+        let wide = self.widen();
+        // hdrhistogram's `add` takes one counter type: a narrow `other`
+        // is widened first (a copy, on this rare path only), so that the
+        // sum is `add`'s own, down to the range it resizes to (which the
+        // serialized header holds).
+        let _ = match other {
+            TrendHistogram::Narrow(b) => wide.add(widened(b)),
+            TrendHistogram::Wide(b) => wide.add(b),
+        };
+    }
+
+    /// Switch to `u64` counts (a no-op if already wide), keeping every
+    /// count, the range and min/max as they read.
+    fn widen(&mut self) -> &mut Histogram<u64> {
+        if let TrendHistogram::Narrow(h) = self {
+            *self = TrendHistogram::Wide(widened(h));
+        }
+        match self {
+            TrendHistogram::Wide(h) => h,
+            TrendHistogram::Narrow(_) => unreachable!("a narrow histogram was just widened"),
+        }
+    }
+
+    /// Empty it, keeping its range. A wide one goes back to `u32` counts
+    /// (a new allocation, at most once per 4.3 billion samples): empty, it
+    /// fits them again, and a shard's sink lives the whole run.
+    fn reset(&mut self) {
+        match self {
+            TrendHistogram::Narrow(h) => h.reset(),
+            TrendHistogram::Wide(h) => *self = TrendHistogram::Narrow(Histogram::new_from(h)),
+        }
+    }
+}
+
+impl Default for TrendHistogram {
+    fn default() -> TrendHistogram {
+        TrendHistogram::new()
+    }
+}
+
+/// Equal when they hold the same counts in the same range, whatever the
+/// width of their counts.
+impl PartialEq for TrendHistogram {
+    fn eq(&self, other: &TrendHistogram) -> bool {
+        match (self, other) {
+            (TrendHistogram::Narrow(a), TrendHistogram::Narrow(b)) => a == b,
+            (TrendHistogram::Wide(a), TrendHistogram::Wide(b)) => a == b,
+            (TrendHistogram::Narrow(a), TrendHistogram::Wide(b))
+            | (TrendHistogram::Wide(b), TrendHistogram::Narrow(a)) => widened(a) == *b,
+        }
+    }
+}
+
+fn record_growing<T: Counter>(h: &mut Histogram<T>, v: u64) {
+    // `record` grows the auto-resizing histogram; `saturating_record`
+    // would clamp to its current range.
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
+/// `h` with `u64` counts: every `u32` count fits.
+fn widened(h: &Histogram<u32>) -> Histogram<u64> {
+    convert(h).expect("every u32 count fits a u64 one")
+}
+
+/// A histogram of `source`'s range and settings (`new_from`) holding its
+/// counts as counters of type `T`; `None` if a count does not fit `T`.
+/// Each bin is recorded at its lowest value, as hdrhistogram's own `add`
+/// does between histograms of different layouts: `min`, `max` and every
+/// percentile read as the source's.
+fn convert<F: Counter, T: Counter>(source: &Histogram<F>) -> Option<Histogram<T>> {
+    let mut out = Histogram::<T>::new_from(source);
+    for v in source.iter_recorded() {
+        let count = T::from_u64(v.count_at_value().as_u64())?;
+        let value = source.lowest_equivalent(v.value_iterated_to());
+        // In the range `new_from` copied: recording needs no resize.
+        out.record_n(value, count).ok()?;
+    }
+    Some(out)
+}
+
 #[derive(Debug, Clone)]
 pub struct TrendSink {
     pub count: u64,
@@ -40,7 +302,7 @@ pub struct TrendSink {
     pub min: f64,
     pub max: f64,
     scale: f64,
-    hist: Histogram<u64>,
+    hist: TrendHistogram,
 }
 
 impl TrendSink {
@@ -51,8 +313,7 @@ impl TrendSink {
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
             scale: if is_time { TIME_SCALE } else { PLAIN_SCALE },
-            // Auto-resizing: memory grows with the largest value seen.
-            hist: Histogram::new(3).expect("3 significant digits is a valid histogram"),
+            hist: TrendHistogram::new(),
         }
     }
 
@@ -67,7 +328,7 @@ impl TrendSink {
         self.min = self.min.min(value);
         self.max = self.max.max(value);
         let scaled = (value.max(0.0) * self.scale).round() as u64;
-        self.record_scaled(scaled);
+        self.hist.record(scaled);
     }
 
     /// Add a duration in nanoseconds to a time trend.
@@ -77,15 +338,7 @@ impl TrendSink {
         self.sum += ms;
         self.min = self.min.min(ms);
         self.max = self.max.max(ms);
-        self.record_scaled(nanos);
-    }
-
-    fn record_scaled(&mut self, v: u64) {
-        // `record` grows the auto-resizing histogram; `saturating_record`
-        // would clamp to its current range.
-        if self.hist.record(v).is_err() {
-            self.hist.saturating_record(v);
-        }
+        self.hist.record(nanos);
     }
 
     /// A trend rebuilt from a histogram of scaled values alone (an
@@ -113,13 +366,13 @@ impl TrendSink {
             min,
             max,
             scale,
-            hist,
+            hist: TrendHistogram::from_wide(hist),
         }
     }
 
     /// The histogram of scaled values (nanoseconds for time trends,
     /// thousandths for plain ones).
-    pub fn histogram(&self) -> &Histogram<u64> {
+    pub fn histogram(&self) -> &TrendHistogram {
         &self.hist
     }
 
@@ -143,8 +396,7 @@ impl TrendSink {
         self.sum += other.sum;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
-        // Both auto-resize, so adding cannot fail for lack of range.
-        let _ = self.hist.add(&other.hist);
+        self.hist.add(&other.hist);
     }
 
     pub fn avg(&self) -> f64 {
@@ -325,6 +577,180 @@ mod tests {
         for p in [50.0, 90.0, 95.0, 99.0] {
             assert_eq!(a.percentile(p), all.percentile(p));
         }
+    }
+
+    use hdrhistogram::serialization::{V2DeflateSerializer, V2Serializer};
+
+    /// What a user reads of a histogram, and its serialized bytes (the
+    /// `--out hdr` log and the shard summary), for comparing against
+    /// a `u64` one fed the same samples.
+    #[derive(Debug, PartialEq)]
+    struct Readout {
+        percentiles: Vec<u64>,
+        len: u64,
+        min: u64,
+        max: u64,
+        mean: f64,
+        bins: Vec<(u64, u64)>,
+        bytes: Vec<u8>,
+    }
+
+    fn readout(h: &TrendHistogram) -> Readout {
+        let ps = [0.0, 1.0, 25.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0];
+        let mut bytes = Vec::new();
+        h.serialize(&mut V2Serializer::new(), &mut bytes).unwrap();
+        h.serialize(&mut V2DeflateSerializer::new(), &mut bytes)
+            .unwrap();
+        Readout {
+            percentiles: ps.iter().map(|p| h.value_at_percentile(*p)).collect(),
+            len: h.len(),
+            min: h.min(),
+            max: h.max(),
+            mean: h.mean(),
+            bins: h.recorded().collect(),
+            bytes,
+        }
+    }
+
+    fn reference(h: &Histogram<u64>) -> TrendHistogram {
+        TrendHistogram::Wide(h.clone())
+    }
+
+    #[test]
+    fn hdrhistogram_saturates_u32_counts_silently() {
+        // Why the narrow histogram widens before it could overflow: the
+        // crate clamps the bin and still counts the sample in its total,
+        // so the bins no longer add up to it.
+        let mut h = Histogram::<u32>::new(3).unwrap();
+        h.record_n(1_000, u32::MAX).unwrap();
+        h.record(1_000).unwrap();
+        assert_eq!(h.count_at(1_000), u32::MAX);
+        assert_eq!(h.len(), u64::from(u32::MAX) + 1);
+        // The bins sum to one less than the total: the 100th percentile
+        // is never reached and reads 0.
+        assert_eq!(h.value_at_percentile(100.0), 0);
+    }
+
+    #[test]
+    fn a_record_past_u32_counts_widens_exactly() {
+        // A narrow histogram one sample short of the limit, built cheaply
+        // with record_n, and the u64 one it must read as.
+        let mut narrow = Histogram::<u32>::new(3).unwrap();
+        let mut wide = Histogram::<u64>::new(3).unwrap();
+        for (v, n) in [(0u64, 1u32), (1_500, 1), (2_000_000, u32::MAX - 5)] {
+            narrow.record_n(v, n).unwrap();
+            wide.record_n(v, u64::from(n)).unwrap();
+        }
+        let mut t = TrendSink::new(true);
+        t.hist = TrendHistogram::Narrow(narrow);
+        t.count = wide.len();
+        assert_eq!(t.hist.len(), NARROW_MAX - 3);
+        for ns in [2_000_000; 3] {
+            t.add_nanos(ns);
+            wide.record(ns).unwrap();
+        }
+        // At the limit, still narrow: every bin fits.
+        assert!(!t.hist.is_wide());
+        assert_eq!(readout(&t.hist), readout(&reference(&wide)));
+        // The 2 ms bin at u32::MAX - 2: the third of these would take
+        // it past u32::MAX.
+        assert_eq!(wide.count_at(2_000_000), NARROW_MAX - 2);
+        for ns in [2_000_000, 14_000_000_000, 2_000_000, 2_000_000] {
+            t.add_nanos(ns);
+            wide.record(ns).unwrap();
+        }
+        assert!(t.hist.is_wide());
+        assert_eq!(t.hist.len(), NARROW_MAX + 4);
+        assert_eq!(wide.count_at(2_000_000), NARROW_MAX + 1);
+        assert_eq!(t.hist, reference(&wide));
+        assert_eq!(readout(&t.hist), readout(&reference(&wide)));
+        assert_eq!(t.count, wide.len());
+        for p in [50.0, 99.0, 99.99999999] {
+            assert_eq!(
+                t.hist.value_at_percentile(p),
+                wide.value_at_percentile(p),
+                "p{p}"
+            );
+        }
+        // The sink's own percentiles, as a u64 sink reads them.
+        let mut want = t.clone();
+        want.hist = reference(&wide);
+        for p in [0.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            assert_eq!(t.percentile(p), want.percentile(p), "p{p}");
+        }
+    }
+
+    #[test]
+    fn a_merge_past_u32_counts_widens_exactly() {
+        // Two interval aggregates of 3 billion samples each in one bin.
+        let n = 3_000_000_000u32;
+        let (mut a, mut b) = (
+            Histogram::<u32>::new(3).unwrap(),
+            Histogram::<u32>::new(3).unwrap(),
+        );
+        a.record_n(5_000_000, n).unwrap();
+        a.record(12).unwrap();
+        b.record_n(5_000_000, n).unwrap();
+        b.record(900_000_000_000).unwrap();
+        let mut want = Histogram::<u64>::new(3).unwrap();
+        want.record_n(5_000_000, u64::from(n)).unwrap();
+        want.record(12).unwrap();
+        let mut wb = Histogram::<u64>::new(3).unwrap();
+        wb.record_n(5_000_000, u64::from(n)).unwrap();
+        wb.record(900_000_000_000).unwrap();
+        want.add(&wb).unwrap();
+
+        let mut got = TrendHistogram::Narrow(a.clone());
+        got.add(&TrendHistogram::Narrow(b.clone()));
+        assert!(got.is_wide());
+        assert_eq!(got.len(), 2 * u64::from(n) + 2);
+        assert_eq!(readout(&got), readout(&reference(&want)));
+
+        // Wide into wide, narrow into wide, wide into narrow: the same.
+        let mut more = want.clone();
+        more.add(&wb).unwrap();
+        let mut ww = got.clone();
+        ww.add(&got.clone());
+        let mut both = want.clone();
+        both.add(&want).unwrap();
+        assert_eq!(readout(&ww), readout(&reference(&both)));
+        let mut wn = got.clone();
+        wn.add(&TrendHistogram::Narrow(b.clone()));
+        assert_eq!(readout(&wn), readout(&reference(&more)));
+        let mut nw = TrendHistogram::Narrow(b.clone());
+        nw.add(&got);
+        assert!(nw.is_wide());
+        let mut bw = wb.clone();
+        bw.add(&want).unwrap();
+        assert_eq!(readout(&nw), readout(&reference(&bw)));
+    }
+
+    #[test]
+    fn narrow_and_wide_histograms_read_and_serialize_alike() {
+        let mut t = TrendSink::new(true);
+        let mut wide = Histogram::<u64>::new(3).unwrap();
+        for i in 0..20_000u64 {
+            let ns = (i * 7_919 % 10_007) * 1_000 + i * i;
+            t.add_nanos(ns);
+            wide.record(ns).unwrap();
+        }
+        assert!(!t.hist.is_wide());
+        assert_eq!(readout(&t.hist), readout(&reference(&wide)));
+        assert_eq!(t.hist.to_wide(), wide);
+        // A decoded log's histogram (u64) comes back narrow, unchanged.
+        let back = TrendSink::from_histogram(wide.clone(), true);
+        assert!(!back.hist.is_wide());
+        assert_eq!(readout(&back.hist), readout(&reference(&wide)));
+        // A wide sink, reset, is narrow again and records as a new one.
+        let mut w = TrendSink::new(true);
+        w.hist = TrendHistogram::Wide(wide.clone());
+        w.reset();
+        assert!(!w.hist.is_wide());
+        assert!(w.hist.is_empty());
+        w.add_nanos(42);
+        let mut one = Histogram::<u64>::new_from(&wide);
+        one.record(42).unwrap();
+        assert_eq!(readout(&w.hist), readout(&reference(&one)));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine as _;
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use serde_json::{Map, Value, json};
 
 use super::{Report, RunClock};
@@ -137,8 +137,8 @@ pub fn to_json(report: &Report, meta: &ShardMeta) -> Result<Value> {
             Sink::Rate { trues, total } => ("rate", json!({ "trues": trues, "total": total })),
             Sink::Trend(t) => {
                 let mut bytes = Vec::new();
-                serializer
-                    .serialize(t.histogram(), &mut bytes)
+                t.histogram()
+                    .serialize(&mut serializer, &mut bytes)
                     .map_err(|e| anyhow!("cannot encode the histogram of {}: {e:?}", def.name))?;
                 (
                     "trend",

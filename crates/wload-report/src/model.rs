@@ -280,10 +280,10 @@ pub fn distribution_of(t: &TrendSink) -> Value {
     let ratio = (hi / lo).max(1.0 + 1e-9);
     let step = ratio.ln() / BINS as f64;
     let mut counts = vec![0u64; BINS];
-    for v in hist.iter_recorded() {
-        let value = (v.value_iterated_to() as f64).max(lo);
+    for (value, count) in hist.recorded() {
+        let value = (value as f64).max(lo);
         let i = (((value / lo).ln() / step) as usize).min(BINS - 1);
-        counts[i] += v.count_at_value();
+        counts[i] += count;
     }
     let edges: Vec<f64> = (0..=BINS)
         .map(|i| lo * (step * i as f64).exp() / scale)

@@ -12,7 +12,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
 use super::{IntervalView, Output, tag};
-use wload_metrics::Sink;
+use wload_metrics::{Sink, TrendHistogram};
 use wload_units::saturating_secs;
 
 pub struct HdrOut {
@@ -52,8 +52,13 @@ impl Output for HdrOut {
             let text = tag::encode(&def.name, t.is_time(), tags);
             let tag = Tag::new(&text)
                 .ok_or_else(|| anyhow!("interval tag {text:?} has a separator left in it"))?;
-            log.write_histogram(t.histogram(), start, length, Some(tag))
-                .map_err(|e| anyhow!("cannot write the histogram of {text}: {e}"))?;
+            // The same log line for either width of counts: the V2
+            // format writes them as varints.
+            match t.histogram() {
+                TrendHistogram::Narrow(h) => log.write_histogram(h, start, length, Some(tag)),
+                TrendHistogram::Wide(h) => log.write_histogram(h, start, length, Some(tag)),
+            }
+            .map_err(|e| anyhow!("cannot write the histogram of {text}: {e}"))?;
         }
         self.out.flush()?;
         Ok(())

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use prost::Message;
+use wload_metrics::TrendHistogram;
 
 #[derive(Clone, PartialEq, Message)]
 pub struct WriteRequest {
@@ -124,11 +125,10 @@ impl NativeHistogram {
     /// thousandths), reported in units of `scale`: each of its buckets
     /// lands at its middle value. `sum` is the trend's exact sum, in the
     /// same units, which the buckets only approximate.
-    pub fn add_hdr(&mut self, hdr: &hdrhistogram::Histogram<u64>, scale: f64, sum: f64) {
+    pub fn add_hdr(&mut self, hdr: &TrendHistogram, scale: f64, sum: f64) {
         let before = self.sum;
-        for v in hdr.iter_recorded() {
-            let value = hdr.median_equivalent(v.value_iterated_to()) as f64 / scale;
-            self.observe(value, v.count_at_value());
+        for (value, count) in hdr.recorded() {
+            self.observe(hdr.median_equivalent(value) as f64 / scale, count);
         }
         self.sum = before + sum;
     }
@@ -258,12 +258,12 @@ mod tests {
 
     #[test]
     fn hdr_histograms_convert_with_their_count_and_exact_sum() {
-        let mut hdr = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        let mut trend = wload_metrics::TrendSink::new(true);
         for ns in [1_000_000u64, 2_000_000, 2_000_000, 500_000_000] {
-            hdr.record(ns).unwrap();
+            trend.add_nanos(ns);
         }
         let mut h = NativeHistogram::default();
-        h.add_hdr(&hdr, 1e9, 0.505);
+        h.add_hdr(trend.histogram(), 1e9, 0.505);
         assert_eq!(h.count, 4);
         assert_eq!(h.buckets.values().sum::<u64>(), 4);
         assert_eq!(h.sum, 0.505);
