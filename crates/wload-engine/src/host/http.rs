@@ -153,7 +153,8 @@ impl VuState {
             // spawning.
             // Cancelled when the VU stops waiting for it (the run was
             // stopped mid-request), as an inline future would be.
-            let task = Owned::spawn(async move { Box::pin(client.send(&conns, spec)).await });
+            let task =
+                Owned::spawn(async move { boxed_in_place(|| client.send(&conns, spec)).await });
             match unless_hard_stopped(&self.scenario, task).await {
                 Some(done) => done.unwrap_or_else(|e| {
                     wload_http::failed(
@@ -203,7 +204,8 @@ impl VuState {
         let client = self.shared.client.clone();
         let sent = if self.spawn_requests {
             let conns = self.conns.clone();
-            let task = Owned::spawn(async move { Box::pin(client.batch(&conns, specs)).await });
+            let task =
+                Owned::spawn(async move { boxed_in_place(|| client.batch(&conns, specs)).await });
             unless_hard_stopped(&self.scenario, task)
                 .await
                 .map(|done| done.map_err(|e| e.to_string()))
@@ -311,7 +313,19 @@ fn send_inline<'a>(
     spec: &'a mut RequestSpec,
     out: &'a mut HttpResponse,
 ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-    Box::pin(async move { client.send_into(conns, spec, out).await })
+    boxed_in_place(|| async move { client.send_into(conns, spec, out).await })
+}
+
+/// The future `make` builds, boxed where it is built. `Box::pin(fut)`
+/// builds the future on the stack, allocates, and copies it over: a
+/// memcpy of its whole size (kilobytes: the client's states) per request,
+/// the largest memcpy on the request path (docs/BENCHMARKS.md, Session
+/// 14). Allocating first and writing the future into the allocation lets
+/// the compiler build it there.
+#[inline(always)]
+fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    let slot = Box::<F>::new_uninit();
+    Box::into_pin(Box::write(slot, make()))
 }
 
 /// `work`'s output, or `None` when the scenario or the run is stopped hard
@@ -336,7 +350,7 @@ fn batch_inline(
     conns: &VuConnections,
     specs: Vec<RequestSpec>,
 ) -> Pin<Box<dyn Future<Output = Vec<HttpResponse>> + Send + '_>> {
-    Box::pin(async move { client.batch(conns, specs).await })
+    boxed_in_place(|| async move { client.batch(conns, specs).await })
 }
 
 impl Host for VuState {
