@@ -162,14 +162,6 @@ impl TrendHistogram {
         narrow.chain(wide)
     }
 
-    /// The same histogram with `u64` counts (a copy).
-    pub fn to_wide(&self) -> Histogram<u64> {
-        match self {
-            TrendHistogram::Narrow(h) => widened(h),
-            TrendHistogram::Wide(h) => h.clone(),
-        }
-    }
-
     /// Encode it with `serializer` (the same bytes for either width).
     pub fn serialize<S: Serializer, W: Write>(
         &self,
@@ -540,6 +532,9 @@ impl Sink {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -585,7 +580,7 @@ mod tests {
     /// `--out hdr` log and the shard summary), for comparing against
     /// a `u64` one fed the same samples.
     #[derive(Debug, PartialEq)]
-    struct Readout {
+    pub(super) struct Readout {
         percentiles: Vec<u64>,
         len: u64,
         min: u64,
@@ -595,14 +590,16 @@ mod tests {
         bytes: Vec<u8>,
     }
 
-    fn readout(h: &TrendHistogram) -> Readout {
-        let ps = [0.0, 1.0, 25.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0];
+    pub(super) fn readout(h: &TrendHistogram) -> Readout {
         let mut bytes = Vec::new();
         h.serialize(&mut V2Serializer::new(), &mut bytes).unwrap();
         h.serialize(&mut V2DeflateSerializer::new(), &mut bytes)
             .unwrap();
         Readout {
-            percentiles: ps.iter().map(|p| h.value_at_percentile(*p)).collect(),
+            percentiles: PERCENTILES
+                .iter()
+                .map(|p| h.value_at_percentile(*p))
+                .collect(),
             len: h.len(),
             min: h.min(),
             max: h.max(),
@@ -612,7 +609,13 @@ mod tests {
         }
     }
 
-    fn reference(h: &Histogram<u64>) -> TrendHistogram {
+    /// The percentiles a readout takes (k6's usual ones and the ends).
+    pub(super) const PERCENTILES: [f64; 10] =
+        [0.0, 1.0, 25.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0];
+
+    /// `h` read through the wide arm, which hands every read to
+    /// hdrhistogram itself: the reference a narrow histogram must match.
+    pub(super) fn reference(h: &Histogram<u64>) -> TrendHistogram {
         TrendHistogram::Wide(h.clone())
     }
 
@@ -736,7 +739,7 @@ mod tests {
         }
         assert!(!t.hist.is_wide());
         assert_eq!(readout(&t.hist), readout(&reference(&wide)));
-        assert_eq!(t.hist.to_wide(), wide);
+        assert_eq!(t.hist, reference(&wide));
         // A decoded log's histogram (u64) comes back narrow, unchanged.
         let back = TrendSink::from_histogram(wide.clone(), true);
         assert!(!back.hist.is_wide());

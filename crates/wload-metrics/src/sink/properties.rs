@@ -4,64 +4,10 @@
 //! down to the bytes of the `--out hdr` log and the shard summary.
 
 use hdrhistogram::Histogram;
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use proptest::prelude::*;
-use wload_metrics::{TIME_SCALE, TrendHistogram, TrendSink};
 
-/// Everything a user reads of a histogram, and its serialized bytes.
-#[derive(Debug, PartialEq)]
-struct Readout {
-    percentiles: Vec<u64>,
-    len: u64,
-    min: u64,
-    max: u64,
-    mean: u64,
-    bins: Vec<(u64, u64)>,
-    bytes: Vec<u8>,
-}
-
-fn readout(h: &TrendHistogram) -> Readout {
-    let mut bytes = Vec::new();
-    h.serialize(&mut V2DeflateSerializer::new(), &mut bytes)
-        .expect("serializes");
-    Readout {
-        percentiles: PERCENTILES
-            .iter()
-            .map(|p| h.value_at_percentile(*p))
-            .collect(),
-        len: h.len(),
-        min: h.min(),
-        max: h.max(),
-        mean: h.mean().to_bits(),
-        bins: h.recorded().collect(),
-        bytes,
-    }
-}
-
-/// The same of a `u64` histogram, as the sinks held it before.
-fn readout_u64(h: &Histogram<u64>) -> Readout {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
-        .expect("serializes");
-    Readout {
-        percentiles: PERCENTILES
-            .iter()
-            .map(|p| h.value_at_percentile(*p))
-            .collect(),
-        len: h.len(),
-        min: h.min(),
-        max: h.max(),
-        mean: h.mean().to_bits(),
-        bins: h
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect(),
-        bytes,
-    }
-}
-
-const PERCENTILES: [f64; 9] = [0.0, 1.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99, 100.0];
+use super::tests::{PERCENTILES, readout, reference};
+use super::{TIME_SCALE, TrendSink};
 
 /// A value in nanoseconds: mostly sub-second, some up to ~18 minutes,
 /// some 0.
@@ -119,7 +65,7 @@ proptest! {
                 r.reset();
             }
             let (Some(agg), Some(ref_agg)) = (agg, ref_agg) else { continue };
-            prop_assert_eq!(readout(agg.histogram()), readout_u64(&ref_agg));
+            prop_assert_eq!(readout(agg.histogram()), readout(&reference(&ref_agg)));
             match (&mut totals, &mut ref_totals) {
                 (Some(t), Some(rt)) => {
                     t.merge(&agg);
@@ -132,7 +78,7 @@ proptest! {
             }
             let (t, rt) = (totals.as_ref().expect("set"), ref_totals.as_ref().expect("set"));
             prop_assert!(!t.histogram().is_wide());
-            prop_assert_eq!(readout(t.histogram()), readout_u64(rt));
+            prop_assert_eq!(readout(t.histogram()), readout(&reference(rt)));
             // What the summary and the thresholds read: the sink's
             // percentiles, clamped to its exact min and max.
             // (`TrendSink::percentile` on a u64 histogram, as it was).
