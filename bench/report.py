@@ -304,8 +304,9 @@ def mixed_runs(runs, scenario, tool="wload"):
 
 
 def figure(r, key):
-    """A run's figure (peak RSS, CPU s or a summary key), None when it failed."""
-    f = r.get("fig")
+    """A run's figure (peak RSS, CPU s or a summary key), None when the run
+    is missing or failed."""
+    f = r.get("fig") if r else None
     if not f:
         return None
     return r.get(key) if key in ("rss", "cpu") else f.get(key)
@@ -364,9 +365,6 @@ def targets(runs, machine):
     def find(scenario, tool):
         return next((r for r in runs if r["scenario"] == scenario and r["tool"] == tool), None)
 
-    def fig(r, key):
-        return r["rss"] if key == "rss" else (r.get("fig") or {}).get(key) if r else None
-
     out = ["| target (issue 20) | measured in this run | holds |", "|---|---|---|"]
 
     def row(name, measured, ok):
@@ -374,7 +372,7 @@ def targets(runs, machine):
 
     for sc in ("tiny-4", "tiny-100"):
         w, ref, k = find(sc, "wload"), find(sc, "wrk"), find(sc, "k6")
-        a, b, c = fig(w, "per_cpu"), fig(ref, "per_cpu"), fig(k, "per_cpu")
+        a, b, c = figure(w, "per_cpu"), figure(ref, "per_cpu"), figure(k, "per_cpu")
         if a and b:
             k6_said = f" (k6: {c / b:.2f}×)" if c else ""
             row(f"{sc}: req per CPU-s ≥ 1.0× wrk", f"{a / b:.2f}× wrk{k6_said}", a / b >= 1.0)
@@ -437,15 +435,15 @@ def targets(runs, machine):
     json_bytes = int(machine.get("json_bytes", "0") or 0)
     if rss and base and json_bytes:
         floor = base + 49 * mixed_held_bytes(json_bytes)
-        spread = (f"; medians of 50 VUs {each_run(w, 'rss', size)} and 1 VU {each_run(one, 'rss', size)}"
+        spread = (f"; runs at 50 VUs {each_run(w, 'rss', size)}, at 1 VU {each_run(one, 'rss', size)}"
                   if len(w) > 1 or len(one) > 1 else "")
         row(f"mixed: peak RSS ≤ {MIXED_FLOOR:.1f}× floor (the test at 1 VU + 49 VUs × "
             f"{size(mixed_held_bytes(json_bytes))} held)",
             f"{size(rss)} = {rss / floor:.2f}× {size(floor)} (1 VU: {size(base)}){spread}",
             rss <= MIXED_FLOOR * floor)
-    its, k6_its = median(w, "its")[0], fig(find("mixed-50", "k6"), "its")
+    its, k6_its = median(w, "its")[0], figure(find("mixed-50", "k6"), "its")
     if its and k6_its:
-        spread = f"; wload's the median of {each_run(w, 'its', lambda x: num(x, 1))}" if len(w) > 1 else ""
+        spread = f"; wload's runs {each_run(w, 'its', lambda x: num(x, 1))}" if len(w) > 1 else ""
         row(f"mixed: throughput ≥ {MIXED_VS_K6:.1f}× k6",
             f"{its / k6_its:.2f}× k6 (iterations/s: {num(its, 1)} against {num(k6_its, 1)}){spread}",
             its >= MIXED_VS_K6 * k6_its)
