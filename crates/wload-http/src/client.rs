@@ -268,7 +268,7 @@ impl Client {
             tasks.spawn(async move {
                 let _all = all.acquire_owned().await;
                 let _host = host_sem.acquire_owned().await;
-                let resp = Box::pin(client.send_batched(&conns, &key, spec)).await;
+                let resp = crate::boxed_in_place(|| client.send_batched(&conns, &key, spec)).await;
                 (i, resp)
             });
         }

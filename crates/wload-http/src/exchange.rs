@@ -237,7 +237,10 @@ impl Client {
                 // included, past what the allocator serves from its
                 // per-thread cache.
                 Sender::H2(_) => {
-                    Box::pin(self.exchange_h2(&mut conn, target, request, send_start, resp)).await
+                    crate::boxed_in_place(|| {
+                        self.exchange_h2(&mut conn, target, request, send_start, resp)
+                    })
+                    .await
                 }
             };
             return (complete && resp.error.is_none()).then_some(conn);

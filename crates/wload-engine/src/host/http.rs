@@ -25,6 +25,7 @@ use crate::rate::RateLimiter;
 use crate::task::Owned;
 use wload_http::{
     BodyMode, Client, CookieJar, ErrorCode, HttpError, HttpResponse, RequestSpec, VuConnections,
+    boxed_in_place,
 };
 use wload_metrics::Tags;
 
@@ -314,18 +315,6 @@ fn send_inline<'a>(
     out: &'a mut HttpResponse,
 ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
     boxed_in_place(|| async move { client.send_into(conns, spec, out).await })
-}
-
-/// The future `make` builds, boxed where it is built. `Box::pin(fut)`
-/// builds the future on the stack, allocates, and copies it over: a
-/// memcpy of its whole size (kilobytes: the client's states) per request,
-/// the largest memcpy on the request path (docs/BENCHMARKS.md, Session
-/// 14). Allocating first and writing the future into the allocation lets
-/// the compiler build it there.
-#[inline(always)]
-fn boxed_in_place<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
-    let slot = Box::<F>::new_uninit();
-    Box::into_pin(Box::write(slot, make()))
 }
 
 /// `work`'s output, or `None` when the scenario or the run is stopped hard
